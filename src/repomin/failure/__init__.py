@@ -1,0 +1,7 @@
+"""Failure contracts: when does a sample count as reproducing the failure."""
+
+from __future__ import annotations
+
+from repomin.failure.contract import FailureContract, FailureSpec, SignatureMode
+
+__all__ = ["FailureContract", "FailureSpec", "SignatureMode"]

@@ -1,0 +1,77 @@
+"""The runner protocol: the seam between the oracle and whatever executes commands.
+
+A runner receives an immutable :class:`~repomin.tree.Tree` (not a directory) so that each
+backend can choose how to give the sample a fresh copy: the host runner writes it to tmpfs, the
+Docker runner bind-mounts or streams it. Runners are safe to call from several threads at once;
+each call is one independent sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from repomin.tree import Tree
+
+#: Captured output is truncated to this many bytes per stream (head and tail kept).
+OUTPUT_LIMIT = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    """What to run. ``env`` holds the explicit environment (names and values)."""
+
+    command: str
+    env: Mapping[str, str]
+    timeout: float
+    sample_id: str = "sample"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one sample did.
+
+    ``exit_code`` follows POSIX ``subprocess`` conventions on the host (negative for a signal);
+    ``signal`` is set when the process was killed by a signal (host) and left ``None`` when only
+    a 128+N status is visible (shells, containers) -- signature modes decide about those.
+    ``workdir`` is the absolute path where the tree was materialised for this sample, so that
+    failure signatures can strip it from paths in the output.
+    """
+
+    exit_code: int | None
+    stdout: bytes = b""
+    stderr: bytes = b""
+    duration: float = 0.0
+    timed_out: bool = False
+    resource_exhausted: bool = False
+    signal: int | None = None
+    workdir: str = ""
+    infrastructure_error: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def output(self) -> str:
+        """stdout then stderr, decoded leniently (what ``--match`` searches)."""
+        return (self.stdout + b"\n" + self.stderr).decode("utf-8", "replace")
+
+
+@runtime_checkable
+class Runner(Protocol):
+    """Executes samples. ``describe()`` returns the ``execution`` fields this backend owns."""
+
+    backend: str
+
+    def run(self, tree: Tree, request: RunRequest) -> Outcome: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+def truncate(data: bytes, limit: int = OUTPUT_LIMIT) -> bytes:
+    """Keep the head and the tail of an oversized stream (tracebacks live at the end)."""
+    if len(data) <= limit:
+        return data
+    half = limit // 2
+    return data[:half] + b"\n[... repomin: output truncated ...]\n" + data[-half:]

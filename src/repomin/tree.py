@@ -1,0 +1,160 @@
+"""Trees: the immutable value every pass proposes and every runner executes.
+
+A :class:`Tree` maps a relative POSIX path to an :class:`Entry` (a regular file with its bytes
+and mode, a symlink with its target, or an empty directory). It never touches the disk except in
+:func:`materialise`, which writes a fresh copy for one sample. Its :attr:`Tree.digest` covers
+paths, kinds, mode bits, symlink targets, contents and empty directories: two trees with the
+same digest behave the same for the oracle, which is what makes the content cache sound.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+EntryKind = Literal["file", "symlink", "dir"]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One entry of a tree. ``data`` is the file content or the symlink target (as bytes)."""
+
+    kind: EntryKind
+    data: bytes = b""
+    mode: int = 0o644
+    text: bool = False
+
+    @property
+    def size(self) -> int:
+        return len(self.data) if self.kind == "file" else 0
+
+    def with_data(self, data: bytes) -> Entry:
+        return Entry(self.kind, data, self.mode, self.text)
+
+
+def _entry_record(path: str, entry: Entry) -> bytes:
+    digest = hashlib.sha256(entry.data).hexdigest()
+    return (json.dumps([path, entry.kind, entry.mode & 0o7777, digest]) + "\n").encode()
+
+
+@dataclass(frozen=True)
+class Tree:
+    """An immutable mapping ``path -> Entry``. Construct with :meth:`of`."""
+
+    entries: Mapping[str, Entry]
+    _records: dict[str, bytes] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, entries: Mapping[str, Entry]) -> Tree:
+        return cls(dict(sorted(entries.items())))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.entries
+
+    def __getitem__(self, path: str) -> Entry:
+        return self.entries[path]
+
+    @property
+    def file_count(self) -> int:
+        """Files and symlinks (what the report calls ``files``); empty dirs are not counted."""
+        return sum(1 for e in self.entries.values() if e.kind != "dir")
+
+    @cached_property
+    def byte_count(self) -> int:
+        return sum(e.size for e in self.entries.values())
+
+    def _record(self, path: str) -> bytes:
+        rec = self._records.get(path)
+        if rec is None:
+            rec = _entry_record(path, self.entries[path])
+            self._records[path] = rec
+        return rec
+
+    @cached_property
+    def digest(self) -> str:
+        """SHA-256 over every entry's path, kind, mode, and content (the cache key)."""
+        h = hashlib.sha256(b"repomin-tree-v1\n")
+        for path in self.entries:
+            h.update(self._record(path))
+        return h.hexdigest()
+
+    def _derive(self, entries: dict[str, Entry]) -> Tree:
+        child = Tree(entries)
+        # Records of unchanged entries are shared, so digests of candidates stay cheap.
+        for path, rec in self._records.items():
+            if path in entries and entries[path] is self.entries.get(path):
+                child._records[path] = rec
+        return child
+
+    def without(self, paths: Iterable[str]) -> Tree:
+        """The tree minus ``paths`` (and everything below any directory path among them)."""
+        drop = set(paths)
+        prefixes = tuple(p.rstrip("/") + "/" for p in drop)
+        kept = {
+            p: e for p, e in self.entries.items() if p not in drop and not p.startswith(prefixes)
+        }
+        return self._derive(kept)
+
+    def replace(self, path: str, data: bytes) -> Tree:
+        entries = dict(self.entries)
+        entries[path] = entries[path].with_data(data)
+        return self._derive(entries)
+
+    def directories(self) -> set[str]:
+        """Every directory that has at least one entry below it (not counting the root)."""
+        dirs: set[str] = set()
+        for path, entry in self.entries.items():
+            if entry.kind == "dir":
+                dirs.add(path)
+            parent = path.rpartition("/")[0]
+            while parent and parent not in dirs:
+                dirs.add(parent)
+                parent = parent.rpartition("/")[0]
+        return dirs
+
+    def under(self, directory: str) -> list[str]:
+        prefix = directory.rstrip("/") + "/"
+        return [p for p in self.entries if p.startswith(prefix)]
+
+
+def materialise(tree: Tree, root: Path) -> None:
+    """Write ``tree`` below ``root`` (which must exist and be empty)."""
+    made: set[str] = set()
+
+    def ensure(directory: str) -> None:
+        if directory and directory not in made:
+            os.makedirs(os.path.join(root, directory), exist_ok=True)
+            made.add(directory)
+
+    for path, entry in tree.entries.items():
+        target = os.path.join(root, path)
+        if entry.kind == "dir":
+            ensure(path)
+            continue
+        ensure(path.rpartition("/")[0])
+        if entry.kind == "symlink":
+            os.symlink(os.fsdecode(entry.data), target)
+        else:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, entry.mode & 0o7777)
+            try:
+                view = memoryview(entry.data)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+            finally:
+                os.close(fd)
+            # os.open honours the umask; restore the recorded mode exactly.
+            if entry.mode & 0o022:
+                os.chmod(target, entry.mode & 0o7777)
