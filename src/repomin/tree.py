@@ -9,6 +9,7 @@ same digest behave the same for the oracle, which is what makes the content cach
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import os
@@ -124,9 +125,39 @@ class Tree:
                 parent = parent.rpartition("/")[0]
         return dirs
 
+    @cached_property
+    def paths(self) -> list[str]:
+        """All paths in sorted order (paths sharing a prefix are contiguous)."""
+        return list(self.entries)
+
     def under(self, directory: str) -> list[str]:
+        """Every path strictly below ``directory`` ("" is the root), in sorted order."""
+        if not directory:
+            return self.paths
         prefix = directory.rstrip("/") + "/"
-        return [p for p in self.entries if p.startswith(prefix)]
+        lo = bisect.bisect_left(self.paths, prefix)
+        hi = bisect.bisect_left(self.paths, prefix[:-1] + "0")  # "0" follows "/" in ASCII
+        return self.paths[lo:hi]
+
+    def children(self, directory: str) -> list[str]:
+        """Immediate children of ``directory`` (files, symlinks, subdirectories), sorted."""
+        start = len(directory) + 1 if directory else 0
+        seen: dict[str, None] = {}
+        for path in self.under(directory):
+            head, _sep, _ = path[start:].partition("/")
+            seen[path[:start] + head] = None
+        return list(seen)
+
+    def size_of(self, path: str) -> int:
+        """Bytes of a file, or of everything below a directory."""
+        entry = self.entries.get(path)
+        if entry is not None and entry.kind != "dir":
+            return entry.size
+        return sum(self.entries[p].size for p in self.under(path))
+
+    def is_dir(self, path: str) -> bool:
+        entry = self.entries.get(path)
+        return (entry is not None and entry.kind == "dir") or bool(self.under(path))
 
 
 def materialise(tree: Tree, root: Path) -> None:

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from repomin.runners.base import Outcome, RunRequest, Runner
+from repomin.runners.base import Outcome, Runner, RunRequest
 
 __all__ = ["Outcome", "RunRequest", "Runner"]

@@ -1,0 +1,1 @@
+"""The command-line interface (thin: parse, build, execute, map errors to exit codes)."""

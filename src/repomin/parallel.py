@@ -1,0 +1,129 @@
+"""All concurrency lives here: parallel samples and speculative candidate evaluation.
+
+``first_accepted`` evaluates candidates in proposal order with up to ``jobs`` in flight and
+returns the *first accepted in proposal order* (not the first to finish), so that for a
+deterministic command ``--jobs N`` yields the same payload as ``--jobs 1``. Later candidates
+still running when an earlier one is accepted are cancelled between samples; their evidence so
+far stays counted (``superseded``), and completed verdicts stay in the cache.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Generic, TypeVar, cast
+
+T = TypeVar("T")
+C = TypeVar("C")
+
+
+def map_samples(fn: Callable[[int], T], n: int, jobs: int) -> list[T]:
+    """``[fn(0), ..., fn(n-1)]`` with up to ``jobs`` running at once (order preserved)."""
+    if jobs <= 1 or n <= 1:
+        return [fn(i) for i in range(n)]
+    with ThreadPoolExecutor(max_workers=min(jobs, n), thread_name_prefix="repomin-s") as pool:
+        futures = [pool.submit(fn, i) for i in range(n)]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+
+
+@dataclass(slots=True)
+class Race(Generic[C, T]):
+    """Outcome of a speculative round."""
+
+    winner: int | None
+    winner_candidate: C | None
+    winner_result: T | None
+    results: list[tuple[int, C, T | None, str]]  # (index, candidate, result, status)
+
+
+def first_accepted(
+    candidates: Iterable[C],
+    evaluate: Callable[[C, threading.Event], T],
+    accepted: Callable[[T], bool],
+    jobs: int,
+) -> Race[C, T]:
+    """Evaluate lazily produced candidates; stop at the first accepted one in order.
+
+    ``status`` per evaluated candidate is ``"rejected"``, ``"accepted"`` (the winner),
+    ``"superseded"`` (finished or cancelled after an earlier acceptance). Exceptions from
+    ``evaluate`` (budget, interrupt) cancel everything in flight and propagate.
+    """
+    it: Iterator[C] = iter(candidates)
+    results: list[tuple[int, C, T | None, str]] = []
+    if jobs <= 1:
+        for i, cand in enumerate(it):
+            res = evaluate(cand, threading.Event())
+            if accepted(res):
+                results.append((i, cand, res, "accepted"))
+                return Race(i, cand, res, results)
+            results.append((i, cand, res, "rejected"))
+        return Race(None, None, None, results)
+
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="repomin-c")
+    inflight: dict[int, tuple[C, Future[T], threading.Event]] = {}
+    done: dict[int, tuple[C, T | None, BaseException | None]] = {}
+    next_index = 0
+    exhausted = False
+    decided = 0  # every index below this is decided (rejected)
+    try:
+        while True:
+            while not exhausted and len(inflight) < jobs:
+                try:
+                    cand = next(it)
+                except StopIteration:
+                    exhausted = True
+                    break
+                ev = threading.Event()
+                inflight[next_index] = (cand, pool.submit(evaluate, cand, ev), ev)
+                next_index += 1
+            if not inflight:
+                return Race(None, None, None, results)
+            wait([f for _, f, _ in inflight.values()], return_when=FIRST_COMPLETED)
+            for idx in list(inflight):
+                cand, fut, _ = inflight[idx]
+                if fut.done():
+                    del inflight[idx]
+                    exc = fut.exception()
+                    done[idx] = (cand, None if exc else fut.result(), exc)
+            while decided in done:
+                cand, maybe, exc = done.pop(decided)
+                if exc is not None:
+                    raise exc
+                res = cast(T, maybe)
+                if accepted(res):
+                    results.append((decided, cand, res, "accepted"))
+                    _cancel_rest(inflight, done, results)
+                    return Race(decided, cand, res, results)
+                results.append((decided, cand, res, "rejected"))
+                decided += 1
+    except BaseException:
+        for _, fut, ev in inflight.values():
+            ev.set()
+            fut.cancel()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _cancel_rest(
+    inflight: dict[int, tuple[C, Future[T], threading.Event]],
+    done: dict[int, tuple[C, T | None, BaseException | None]],
+    results: list[tuple[int, C, T | None, str]],
+) -> None:
+    for _, _, ev in inflight.values():
+        ev.set()
+    for idx, (cand, fut, _) in sorted(inflight.items()):
+        try:
+            res: T | None = fut.result()
+        except BaseException:
+            res = None
+        results.append((idx, cand, res, "superseded"))
+    for idx, (cand, res, _) in sorted(done.items()):
+        results.append((idx, cand, res, "superseded"))

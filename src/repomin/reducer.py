@@ -1,0 +1,199 @@
+"""The reduction driver: runs registered passes to a fixpoint through one :class:`Reduction`.
+
+:class:`Reduction` is the problem object passes see. It is the only place that adopts a new
+incumbent, records attempts by category, logs accepted mutations as events, and (in single-run
+mode) re-checks the incumbent, backtracking through the accepted history at the first
+inconsistency. Stopping early (budget, Ctrl-C) leaves the best tree so far in ``current``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from repomin.accounting import Ledger
+from repomin.oracle import Cancelled, Oracle, StopSearch, Verdict
+from repomin.parallel import first_accepted
+from repomin.passes import REGISTRY, Pass
+from repomin.tree import Tree
+
+
+@dataclass(frozen=True, slots=True)
+class Mutation:
+    """One accepted candidate, as the session journal and the progress display see it."""
+
+    phase: str
+    description: str
+    tree: Tree
+    verdict: Verdict
+
+
+class Reduction:
+    """The reduction problem: incumbent + the one door to the oracle for passes."""
+
+    def __init__(
+        self,
+        *,
+        initial: Tree,
+        oracle: Oracle,
+        ledger: Ledger,
+        jobs: int,
+        protected: Callable[[str], bool],
+        on_accept: Callable[[Mutation], None] | None = None,
+    ) -> None:
+        self._current = initial
+        self.oracle = oracle
+        self.ledger = ledger
+        self.jobs = max(1, jobs)
+        self._protected = protected
+        self.on_accept = on_accept
+        self.history: list[Tree] = [initial]
+        self._label = 0
+        self._lock = threading.Lock()
+
+    @property
+    def current(self) -> Tree:
+        return self._current
+
+    def protected(self, path: str) -> bool:
+        return self._protected(path)
+
+    def _next_label(self, phase: str) -> str:
+        with self._lock:
+            self._label += 1
+            return f"{phase}-c{self._label}"
+
+    def try_first(self, phase: str, candidates: Iterable[tuple[Tree, str]]) -> int | None:
+        incumbent = self._current
+        positions: list[int] = []
+
+        def live() -> Iterable[tuple[int, Tree, str]]:
+            for pos, (tree, description) in enumerate(candidates):
+                if tree.digest == incumbent.digest or (
+                    tree.byte_count >= incumbent.byte_count and len(tree) >= len(incumbent)
+                ):
+                    self.ledger.attempt(phase, "no_op")
+                    continue
+                positions.append(pos)
+                yield pos, tree, description
+
+        def evaluate(item: tuple[int, Tree, str], cancel: threading.Event) -> Verdict | None:
+            _, tree, _ = item
+            try:
+                return self.oracle.evaluate(tree, phase, self._next_label(phase), cancel)
+            except Cancelled:
+                return None
+            except StopSearch:
+                self.ledger.attempt(phase, "aborted")
+                raise
+
+        race = first_accepted(live(), evaluate, lambda v: v is not None and v.accepted, self.jobs)
+        for _, _, verdict, status in race.results:
+            if status == "accepted":
+                continue
+            if verdict is not None and not verdict.accepted:
+                self.ledger.attempt(phase, "rejected")
+            else:
+                self.ledger.attempt(phase, "superseded")
+        if race.winner_candidate is None or race.winner_result is None:
+            return None
+        pos, tree, description = race.winner_candidate
+        self.ledger.attempt(phase, "accepted")
+        self._adopt(phase, description, tree, race.winner_result)
+        return pos
+
+    def _adopt(self, phase: str, description: str, tree: Tree, verdict: Verdict) -> None:
+        before = self._current
+        counters = self.ledger.phase(phase)
+        counters.files_removed += before.file_count - tree.file_count
+        counters.bytes_removed += before.byte_count - tree.byte_count
+        self._current = tree
+        self.history.append(tree)
+        self.ledger.event(
+            phase,
+            description,
+            decision="accepted",
+            files=tree.file_count,
+            bytes=tree.byte_count,
+            **verdict.evidence(self.oracle.config.confidence),
+        )
+        if self.on_accept is not None:
+            self.on_accept(Mutation(phase, description, tree, verdict))
+        every = self.oracle.config.incumbent_check_every
+        if self.oracle.policy == "single" and every and self.ledger.accepted % every == 0:
+            self._check_incumbent(phase)
+
+    def _check_incumbent(self, phase: str) -> None:
+        if self.oracle.check_incumbent(self._current, phase):
+            return
+        self.ledger.event(
+            phase,
+            "incumbent check failed: switching to the strict sequential design and re-testing "
+            "the accepted history",
+            decision="inconsistency",
+        )
+        while len(self.history) > 1:
+            verdict = self.oracle.evaluate(self._current, phase, self._next_label(phase))
+            self.ledger.event(
+                phase,
+                "re-test of the incumbent under the strict design",
+                decision="accepted" if verdict.accepted else "rejected",
+                files=self._current.file_count,
+                bytes=self._current.byte_count,
+                **verdict.evidence(self.oracle.config.confidence),
+            )
+            if verdict.accepted:
+                return
+            self.history.pop()
+            self._current = self.history[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class ReductionResult:
+    tree: Tree
+    stop_reason: str  # "fixpoint", "max_runs", "max_time", "interrupted"
+    rounds: int
+
+
+def run_passes(
+    reduction: Reduction,
+    schedule: Sequence[str],
+    *,
+    max_rounds: int = 50,
+    passes: dict[str, Pass] | None = None,
+) -> ReductionResult:
+    """Run passes to a fixpoint, most productive (bytes removed per sample) first."""
+    instances: dict[str, Pass] = passes or {name: REGISTRY[name]() for name in schedule}
+    order = list(schedule)
+    rounds = 0
+    try:
+        while rounds < max_rounds:
+            rounds += 1
+            progress = False
+            yield_: dict[str, float] = {}
+            for name in order:
+                before = reduction.current
+                samples_before = reduction.oracle.samples
+                started = time.monotonic()
+                instances[name].run(reduction)
+                counters = reduction.ledger.phase(name)
+                counters.duration_seconds += time.monotonic() - started
+                gained = before.byte_count - reduction.current.byte_count
+                spent = max(1, reduction.oracle.samples - samples_before)
+                yield_[name] = gained / spent
+                progress = progress or reduction.current.digest != before.digest
+            if not progress:
+                return ReductionResult(reduction.current, "fixpoint", rounds)
+            # Structural passes keep their relative order; ties keep the schedule order.
+            order.sort(key=lambda n: (-yield_.get(n, 0.0), schedule.index(n)))
+            order = _files_first(order)
+    except StopSearch as stop:
+        return ReductionResult(reduction.current, stop.reason, rounds)
+    return ReductionResult(reduction.current, "max_rounds", rounds)
+
+
+def _files_first(order: list[str]) -> list[str]:
+    """File deletion always runs before content passes: it is the cheapest per byte."""
+    return sorted(order, key=lambda n: 0 if n == "files" else 1)

@@ -1,0 +1,126 @@
+"""Assemble ``report.json`` and ``REPOMIN.md`` from what a reduction recorded.
+
+Everything here is derived from recorded counts and configuration; nothing is assigned by hand.
+The written report is checked against the shipped schema before it is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from repomin import __version__
+from repomin.accounting import Ledger
+from repomin.errors import ReportError
+from repomin.failure.contract import FailureContract, FailureSpec
+from repomin.fingerprint import COMPLETE_POLICY, CONTENT_POLICY, Fingerprint
+from repomin.report.io import SCHEMA_VERSION, structural_errors
+
+
+def environment_digest(env: Mapping[str, str]) -> str:
+    """SHA-256 over sorted ``NAME=VALUE`` pairs (values never leave the machine)."""
+    h = hashlib.sha256(b"repomin-env-v1\n")
+    for name in sorted(env):
+        h.update(name.encode() + b"\0" + env[name].encode() + b"\n")
+    return h.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ReportInputs:
+    command: str
+    contract: FailureContract
+    baseline_exit_code: int | None
+    final_exit_code: int | None
+    source_files: int
+    source_bytes: int
+    output: Fingerprint
+    ledger: Ledger
+    execution: dict[str, Any]
+    holdout: dict[str, Any] = field(default_factory=lambda: {"status": "not_requested"})
+
+
+def build_report(inputs: ReportInputs) -> dict[str, Any]:
+    ledger = inputs.ledger
+    spec = inputs.contract.spec
+    report: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "repomin_version": __version__,
+        "command": inputs.command,
+        "failure_match": spec.match,
+        "failure_spec": spec.to_json(),
+        "baseline_exit_code": inputs.baseline_exit_code,
+        "final_exit_code": inputs.final_exit_code,
+        "source": {"files": inputs.source_files, "bytes": inputs.source_bytes},
+        "output": {
+            "files": inputs.output.files,
+            "bytes": inputs.output.bytes,
+            "tree_sha256": inputs.output.tree_sha256,
+            "tree_fingerprint_policy": COMPLETE_POLICY,
+            "tree_content_sha256": inputs.output.tree_content_sha256,
+            "tree_content_fingerprint_policy": CONTENT_POLICY,
+        },
+        "attempts": ledger.attempts,
+        "accepted_mutations": ledger.accepted,
+        "cache_hits": ledger.cache_hits,
+        "execution": {**inputs.execution, "cache_hits": ledger.cache_hits},
+        "phase_statistics": {
+            "coverage": ledger.coverage,
+            "phases": [p.to_json() for p in ledger.phases.values()],
+        },
+        "holdout_certification": inputs.holdout,
+        "events": ledger.events,
+    }
+    mode = inputs.contract.mode
+    if mode is not None and inputs.contract.signature is not None:
+        report[mode.report_field] = inputs.contract.signature
+    problems = structural_errors(report)
+    if problems:
+        raise ReportError("internal error: the report does not match its schema: " + problems[0])
+    return report
+
+
+def render_markdown(report: dict[str, Any], output_name: str) -> str:
+    """``REPOMIN.md``: a human summary with the command to rerun."""
+    src, out = report["source"], report["output"]
+    ex = report["execution"]
+    hold = report.get("holdout_certification", {}).get("status", "not_requested")
+    env_names = ex.get("environment_names", [])
+    env_line = " ".join(f"{n}=..." for n in env_names) + " " if env_names else ""
+    lines: list[str | None] = [
+        "# ReproMin reproducer",
+        "",
+        f"This tree ({out['files']} files, {out['bytes']} bytes) was reduced from "
+        f"{src['files']} files, {src['bytes']} bytes by ReproMin {report['repomin_version']}.",
+        "",
+        "## Rerun",
+        "",
+        "From inside the payload directory:",
+        "",
+        "```sh",
+        f"cd {shlex.quote(output_name)}",
+        f"{env_line}sh -c {shlex.quote(report['command'])}",
+        "```",
+        "",
+        "Or let ReproMin replay it in a fresh copy:",
+        "",
+        "```sh",
+        f"repomin report replay {shlex.quote(output_name + '.repomin/report.json')} "
+        f"--payload {shlex.quote(output_name)} --yes",
+        "```",
+        "",
+        "## Failure contract",
+        "",
+        f"- oracle mode: `{FailureSpec.from_json(report['failure_spec']).oracle_mode}`",
+        f"- match: `{report['failure_match']}`" if report["failure_match"] is not None else None,
+        f"- baseline: {ex['baseline_passes']}/{ex['baseline_runs']} runs reproduced; "
+        f"final validation: {ex['final_passes']}/{ex['final_runs']}",
+        f"- sampling policy: `{ex['sampling_policy']}` at confidence {ex['confidence']}",
+        f"- holdout certification: `{hold}`",
+        "",
+        "Keep `report.json` and this file beside the payload; do not copy them into the tree.",
+        "",
+    ]
+    return "\n".join(line for line in lines if line is not None)

@@ -1,0 +1,150 @@
+"""The host runner: one sample = one fresh copy of the tree + one process group on this machine.
+
+Each sample gets its own directory (on tmpfs when ``/dev/shm`` exists, since copying thousands of
+files to disk costs seconds) holding ``tree/`` (the copy) and ``tmp/`` (``TMPDIR``, ``HOME``), so
+samples never share scratch space. The command runs through ``/bin/sh -c`` in a new session;
+on timeout -- and after every normal exit, to reap background stragglers -- the whole process
+group is killed. Output goes to files and is read back bounded (head and tail).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from repomin.runners.base import OUTPUT_LIMIT, Outcome, RunRequest
+from repomin.tree import Tree, materialise
+
+#: Variables every sample gets from ReproMin itself (values are per-sample paths, or PATH).
+IMPLICIT_ENVIRONMENT = ("PATH", "HOME", "TMPDIR", "TMP", "TEMP", "LANG")
+
+_RESOURCE_SIGNALS = {signal.SIGXCPU, signal.SIGXFSZ}
+
+
+def scratch_root() -> Path:
+    """Where sample directories live: tmpfs when available."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        return shm
+    return Path(tempfile.gettempdir())
+
+
+class HostRunner:
+    """Runs samples as local processes. Thread-safe; each call is independent."""
+
+    backend = "host"
+
+    def __init__(self, *, base_dir: Path | None = None, keep_samples: bool = False) -> None:
+        self._base = Path(tempfile.mkdtemp(prefix="repomin-", dir=base_dir or scratch_root()))
+        self._counter = itertools.count(1)
+        self._lock = threading.Lock()
+        self._keep = keep_samples
+        self._live: set[int] = set()
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "host"}
+
+    def _next_dir(self, sample_id: str) -> Path:
+        with self._lock:
+            n = next(self._counter)
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in sample_id)[:60]
+        path = self._base / f"{n:06d}-{safe}"
+        path.mkdir()
+        return path
+
+    def run(self, tree: Tree, request: RunRequest) -> Outcome:
+        sample_dir = self._next_dir(request.sample_id)
+        work = sample_dir / "tree"
+        scratch = sample_dir / "tmp"
+        work.mkdir()
+        scratch.mkdir()
+        materialise(tree, work)
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+            "HOME": str(scratch),
+            "TMPDIR": str(scratch),
+            "TMP": str(scratch),
+            "TEMP": str(scratch),
+            "LANG": "C.UTF-8",
+            **request.env,
+        }
+        out_path, err_path = sample_dir / "stdout", sample_dir / "stderr"
+        timed_out = False
+        start = time.monotonic()
+        try:
+            with open(out_path, "wb") as out, open(err_path, "wb") as err:
+                proc = subprocess.Popen(
+                    ["/bin/sh", "-c", request.command],
+                    cwd=work,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    start_new_session=True,
+                )
+                with self._lock:
+                    self._live.add(proc.pid)
+                try:
+                    rc = proc.wait(timeout=request.timeout)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                    _kill_group(proc.pid)
+                    rc = proc.wait()
+                finally:
+                    _kill_group(proc.pid)
+                    with self._lock:
+                        self._live.discard(proc.pid)
+            duration = time.monotonic() - start
+            stdout, stderr = _read_bounded(out_path), _read_bounded(err_path)
+        finally:
+            if not self._keep:
+                shutil.rmtree(sample_dir, ignore_errors=True)
+        sig = -rc if rc < 0 else None
+        exhausted = sig in _RESOURCE_SIGNALS if sig is not None else False
+        return Outcome(
+            exit_code=rc,
+            stdout=stdout,
+            stderr=stderr,
+            duration=duration,
+            timed_out=timed_out,
+            resource_exhausted=exhausted and not timed_out,
+            signal=sig,
+            workdir=str(work),
+        )
+
+    def kill_all(self) -> None:
+        """Kill every running sample (Ctrl-C, SIGTERM, budget)."""
+        with self._lock:
+            pids = list(self._live)
+        for pid in pids:
+            _kill_group(pid)
+
+    def close(self) -> None:
+        self.kill_all()
+        shutil.rmtree(self._base, ignore_errors=True)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _read_bounded(path: Path, limit: int = OUTPUT_LIMIT) -> bytes:
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        if size <= limit:
+            return fh.read()
+        half = limit // 2
+        head = fh.read(half)
+        fh.seek(size - half)
+        return head + b"\n[... repomin: output truncated ...]\n" + fh.read()
