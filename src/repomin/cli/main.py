@@ -241,6 +241,10 @@ def report_group() -> None:
     """Validate, replay and compare reports."""
 
 
+# Subcommands of ``repomin report`` live in their own modules and register on import.
+from repomin.cli import compare_cmd, report_cmds  # noqa: E402, F401
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Console entry point; ``main([...])`` is callable from tests."""
     cli.main(args=list(argv) if argv is not None else None, prog_name="repomin")

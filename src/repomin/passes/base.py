@@ -52,7 +52,7 @@ def ddmin_delete(
             starts = list(range(start, len(snapshot), k))
 
             def candidates(
-                snapshot: list[U] = snapshot, starts: list[int] = starts
+                snapshot: list[U] = snapshot, starts: list[int] = starts, k: int = k
             ) -> Iterable[tuple[Tree, str]]:
                 for s in starts:
                     chunk = snapshot[s : s + k]

@@ -9,6 +9,7 @@ group is killed. Output goes to files and is read back bounded (head and tail).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
@@ -133,10 +134,8 @@ class HostRunner:
 
 
 def _kill_group(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _read_bounded(path: Path, limit: int = OUTPUT_LIMIT) -> bytes:

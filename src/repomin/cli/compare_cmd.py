@@ -1,0 +1,3 @@
+"""``repomin report compare`` (registered on import)."""
+
+from __future__ import annotations
