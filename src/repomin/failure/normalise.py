@@ -36,6 +36,7 @@ _JAVA_HASH = re.compile(r"(?<=[\w$])@[0-9a-f]{4,8}\b")
 _LONG_HEX = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{16,}\b")
 _LONG_DIGITS = re.compile(r"\d{5,}")
 _SPACE = re.compile(r"\s+")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 _SITE_PACKAGES = re.compile(r"^.*/(?:site|dist)-packages/")
 _STDLIB = re.compile(r"^(?:.*/lib/python\d+(?:\.\d+)?t?/|[A-Za-z]:/(?:.*/)?Lib/)")
@@ -121,6 +122,11 @@ class Normaliser:
         text = _LONG_DIGITS.sub("<n>", text)
         text = _SPACE.sub(" ", text).strip()
         return text[:MESSAGE_LIMIT]
+
+
+def strip_ansi(text: str) -> str:
+    """Output without terminal colour and cursor escapes (``--color=yes``, Maven's colours)."""
+    return _ANSI.sub("", text)
 
 
 def _strip_dot(path: str) -> str:

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from typing import Any
 
-from repomin.failure.normalise import FRAME_LIMIT, Normaliser, frames_suffix_match
+from repomin.failure.normalise import FRAME_LIMIT, Normaliser, frames_suffix_match, strip_ansi
 from repomin.runners.base import Outcome
 
 KIND = "python_exception"
@@ -77,23 +78,22 @@ class RawException:
 
 def parse_exceptions(text: str) -> list[RawException]:
     """Every exception the output reports, in order of appearance."""
-    return _Scanner(text.splitlines()).run()
+    return _Scanner(strip_ansi(text).splitlines()).run()
 
 
 def last_exception(records: list[RawException]) -> tuple[RawException, list[RawException]] | None:
-    """The signature's exception and the chain printed before it (earliest first)."""
-    traced = [r for r in records if not r.summary]
-    pool = traced or records
+    """The signature's exception and its whole chain, earliest first, ending with it.
+
+    Each record's ``link`` says how it follows the one before it, so ``chain[i + 1].link`` is
+    how ``chain[i]`` relates to its successor ("cause" or "context").
+    """
+    pool = [r for r in records if not r.summary] or records
     if not pool:
         return None
     index = len(pool) - 1
-    chain: list[RawException] = []
-    while pool[index].link is not None and index > 0 and not pool[index - 1].summary:
+    while index > 0 and pool[index].link is not None:
         index -= 1
-        chain.insert(0, pool[index])
-        if not traced:
-            break
-    return pool[-1], chain
+    return pool[-1], pool[index:]
 
 
 class _Scanner:
@@ -124,22 +124,20 @@ class _Scanner:
         self.pt_def = None
         self.pt_exc = None
 
-    def _flush_pytest(self, terminal: RawFrame | None) -> None:
+    def _flush_pytest(self, terminal: RawFrame | None, terminal_class: str | None = None) -> None:
+        """Emit the pending pytest exception (``terminal`` is long style's last location)."""
         if self.pt_exc is None:
             return
         cls, message = self.pt_exc
         frames = [*self.pt_frames, terminal] if terminal is not None else self.pt_frames
-        if terminal is not None and cls is None:
-            cls = self._terminal_class
+        cls = cls or terminal_class
         if cls is None and message.startswith("assert"):
             cls = "AssertionError"
         self._reset_pytest()
         if cls is not None:
             self._emit(RawException(cls, message, tuple(frames)))
 
-    _terminal_class: str | None = None
-
-    def _step(self, index: int) -> int:  # noqa: PLR0911, PLR0912
+    def _step(self, index: int) -> int:
         line = self.lines[index]
         if self.skipping:
             if not _PYTEST_SECTION.match(line):
@@ -150,11 +148,9 @@ class _Scanner:
                 return index + 1
             loc = _PYTEST_LOC.match(line)
             if loc and not (loc["rest"] or "").startswith("in "):
-                rest = (loc["rest"] or "").strip()
-                self._terminal_class = (
-                    _EXC_LINE.match(rest)["cls"] if _EXC_LINE.match(rest) else None
-                )  # type: ignore[index]
-                self._flush_pytest(RawFrame(loc["file"], self.pt_def or ""))
+                exc = _EXC_LINE.match((loc["rest"] or "").strip())
+                terminal = RawFrame(loc["file"], self.pt_def or "")
+                self._flush_pytest(terminal, exc["cls"] if exc else None)
                 return index + 1
             self._flush_pytest(None)
         group = _GROUP_START.match(line)
@@ -339,7 +335,7 @@ class PythonExceptionMode:
         picked = last_exception(parse_exceptions(outcome.output))
         if picked is None:
             return None
-        final, chain = picked
+        final, chain = picked[0], picked[1]
         norm = Normaliser.for_outcome(outcome)
         return {
             "kind": KIND,
@@ -353,9 +349,9 @@ class PythonExceptionMode:
                 {
                     "exception_class": _class_name(item.exception_class),
                     "message": norm.message(item.message),
-                    "link": item.link or "context",
+                    "link": successor.link or "context",
                 }
-                for item in chain
+                for item, successor in pairwise(chain)
             ],
             "group": sorted(
                 (
