@@ -182,6 +182,7 @@ class Oracle:
         self.candidate_runs = 0
         self.candidate_passes = 0
         self.inconsistencies = 0
+        self.incumbent_checks = 0
         self._family = 0
         self._lock = threading.Lock()
         self._started = time.monotonic()
@@ -384,6 +385,7 @@ class Oracle:
         """Single-run mode's consistency check: the incumbent must still reproduce. At the first
         inconsistency the policy switches to strict for the rest of the search."""
         outcome = self.sample(tree, "incumbent", phase=phase)
+        self.incumbent_checks += 1
         ok = self.contract.reproduces(outcome)
         if not ok:
             self.inconsistencies += 1

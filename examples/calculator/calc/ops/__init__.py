@@ -1,0 +1,1 @@
+from calc.ops import arithmetic, powers, trig  # noqa: F401

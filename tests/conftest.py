@@ -1,0 +1,71 @@
+"""Shared fixtures: generated repositories and a fake runner for in-process oracle tests."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from repomin.runners.base import Outcome, RunRequest
+from repomin.tree import Tree
+
+
+class FakeRunner:
+    """A runner whose outcome is a Python function of the tree (no subprocess)."""
+
+    backend = "host"
+
+    def __init__(
+        self, fails: Callable[[Tree], bool], rate: float = 1.0, seed: int = 0
+    ) -> None:
+        self.fails = fails
+        self.rate = rate
+        self.rng = random.Random(seed)
+        self.calls = 0
+        self.lock = threading.Lock()
+        self.digests: list[str] = []
+
+    def run(self, tree: Tree, request: RunRequest) -> Outcome:
+        with self.lock:
+            self.calls += 1
+            self.digests.append(tree.digest)
+            draw = self.rng.random()
+        if self.fails(tree) and draw < self.rate:
+            return Outcome(exit_code=1, stderr=b"Traceback...\nBUG: reproduced\n")
+        return Outcome(exit_code=0, stdout=b"ok\n")
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "host"}
+
+    def close(self) -> None:
+        pass
+
+
+def make_repo(root: Path, n_files: int, needed: list[str], *, seed: int = 1) -> list[str]:
+    """A nested repository of ``n_files`` files; ``needed`` paths get a marker line."""
+    rng = random.Random(seed)
+    dirs = [""]
+    for i in range(max(3, n_files // 12)):
+        parent = rng.choice(dirs)
+        dirs.append(f"{parent}/d{i}" if parent else f"d{i}")
+    paths = set(needed)
+    while len(paths) < n_files:
+        d = rng.choice(dirs)
+        paths.add(f"{d}/f{len(paths)}.txt" if d else f"f{len(paths)}.txt")
+    for rel in sorted(paths):
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        body = "".join(f"line {j} of {rel}\n" for j in range(rng.randint(1, 6)))
+        if rel in needed:
+            body += "NEEDED\n"
+        p.write_text(body)
+    return sorted(paths)
+
+
+@pytest.fixture
+def fake_runner_factory() -> Callable[..., FakeRunner]:
+    return FakeRunner

@@ -1,0 +1,150 @@
+"""End-to-end: ``repomin reduce`` in-process through click, on generated repositories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from repomin.cli.main import cli
+from repomin.report.io import structural_errors
+from tests.conftest import make_repo
+
+NEEDED = ["d1/f0.txt", "d4/f1.txt", "f2.txt"]
+CHECK = (
+    "cat d1/f0.txt d4/f1.txt f2.txt 2>/dev/null | grep -c NEEDED | grep -qx 3 "
+    "&& {{ {flaky} echo 'BUG: three needed'; exit 1; }}; exit 0"
+)
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    runner = CliRunner()
+    result = runner.invoke(cli, ["reduce", *args], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def assert_report_sound(report: dict) -> None:  # type: ignore[type-arg]
+    assert structural_errors(report) == []
+    for ph in report["phase_statistics"]["phases"]:
+        assert ph["attempts"] == sum(
+            ph[k] for k in ("no_op", "rejected", "accepted", "superseded", "aborted")
+        )
+        assert ph["oracle_sample_uses"] == ph["oracle_samples"] + ph["cache_hits"]
+    assert report["attempts"] == sum(p["attempts"] for p in report["phase_statistics"]["phases"])
+    assert report["holdout_certification"]["status"] == "not_requested"
+
+
+@pytest.mark.slow
+def test_deterministic_500_files(tmp_path: Path) -> None:
+    src = tmp_path / "repo"
+    make_repo(src, 520, NEEDED)
+    (src / "keepme.cfg").write_text("config\n")
+    code, out, err = invoke(
+        str(src), "-o", str(tmp_path / "out"), "--command", CHECK.format(flaky=""),
+        "--match", "BUG: three", "--keep", "keepme.cfg", "-q",
+    )
+    assert code == 0, err
+    payload = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*")
+                     if p.is_file())
+    assert payload == sorted([*NEEDED, "keepme.cfg"])
+    for rel in NEEDED:
+        assert (tmp_path / "out" / rel).read_text() == "NEEDED\n"
+    report = json.loads((tmp_path / "out.repomin/report.json").read_text())
+    assert_report_sound(report)
+    assert report["source"]["files"] == 521 and report["output"]["files"] == 4
+    assert report["execution"]["sampling_policy"] == "single"
+    assert (tmp_path / "out.repomin/REPOMIN.md").read_text().count("repomin report replay") == 1
+    # The source tree is untouched.
+    assert len([p for p in src.rglob("*") if p.is_file()]) == 521
+
+
+@pytest.mark.slow
+def test_flaky_half_the_runs(tmp_path: Path) -> None:
+    src = tmp_path / "repo"
+    make_repo(src, 60, NEEDED)
+    flaky = "[ $(od -An -N1 -tu1 /dev/urandom) -lt 140 ] || exit 0;"
+    code, out, err = invoke(
+        str(src), "-o", str(tmp_path / "out"), "--command", CHECK.format(flaky=flaky),
+        "--match", "BUG: three", "--baseline-runs", "30", "--final-runs", "30", "-q",
+        "--passes", "files",
+    )
+    assert code == 0, err
+    report = json.loads((tmp_path / "out.repomin/report.json").read_text())
+    assert_report_sound(report)
+    ex = report["execution"]
+    assert ex["sampling_policy"] == "strict" and ex["final_validation_passed"]
+    assert ex["final_passes"] >= 5
+    assert set(NEEDED) <= {str(p.relative_to(tmp_path / "out")) for p in
+                           (tmp_path / "out").rglob("*") if p.is_file()}
+    accepted = [e for e in report["events"] if e.get("decision") == "accepted"]
+    assert accepted
+    for e in accepted:
+        assert {"candidate_family_index", "candidate_family_alpha",
+                "candidate_family_confidence", "oracle_rate", "lower_bound"} <= e.keys()
+
+
+def _repo(tmp_path: Path) -> Path:
+    src = tmp_path / "repo"
+    src.mkdir()
+    (src / "a.txt").write_text("BUG\n")
+    return src
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--match", "("], "invalid --match regular expression"),
+        ([], "no failure specified"),
+        (["--match", "BUG", "--exit-code", "1", "--process-failure"], "--process-failure cannot"),
+        (["--python-exception", "--java-exception"], "only one signature mode"),
+        (["--exit-code", "0", "--match", "NOPE"], "did not reproduce the failure in any"),
+        (["--match", "BUG", "--timeout", "0"], "--timeout 0.0 must be positive"),
+        (["--match", "BUG", "--env", "1BAD=x"], "--env '1BAD=x'"),
+    ],
+)
+def test_bad_input_is_exit_2_one_line_nothing_written(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    src = _repo(tmp_path)
+    code, out, err = invoke(str(src), "-o", str(tmp_path / "out"), "--command", "cat a.txt",
+                            "--baseline-runs", "3", *args)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out.repomin").exists()
+
+
+def test_missing_src_output_inside_src_and_existing_output(tmp_path: Path) -> None:
+    code, _, err = invoke(str(tmp_path / "nope"), "-o", str(tmp_path / "o"), "--command", "x",
+                          "--match", "x")
+    assert code == 2 and "does not exist" in err
+    src = _repo(tmp_path)
+    code, _, err = invoke(str(src), "-o", str(src / "out"), "--command", "x", "--match", "x")
+    assert code == 2 and "inside SRC" in err
+    (tmp_path / "out").mkdir()
+    code, _, err = invoke(str(src), "-o", str(tmp_path / "out"), "--command", "x", "--match", "x")
+    assert code == 2 and "--force" in err
+
+
+def test_low_baseline_rate_aborts(tmp_path: Path) -> None:
+    src = _repo(tmp_path)
+    flaky = "[ $(od -An -N1 -tu1 /dev/urandom) -lt 20 ] && echo BUG; exit 0"
+    code, _, err = invoke(str(src), "-o", str(tmp_path / "out"), "--command", flaky,
+                          "--match", "BUG", "--baseline-runs", "10", "--min-baseline-rate", "0.5")
+    assert code == 2 and "below --min-baseline-rate" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_force_replaces_output_atomically(tmp_path: Path) -> None:
+    src = _repo(tmp_path)
+    (src / "junk.txt").write_text("junk\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "stale").write_text("old")
+    code, _, err = invoke(str(src), "-o", str(out), "--command", "cat a.txt", "--match", "BUG",
+                          "--baseline-runs", "3", "--force", "-q")
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["a.txt"]
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name or ".old-" in p.name]

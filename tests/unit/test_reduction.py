@@ -1,0 +1,174 @@
+"""Passes and the driver with in-process predicates (FakeRunner: no subprocess)."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from repomin.accounting import Ledger
+from repomin.failure.contract import FailureContract, FailureSpec
+from repomin.oracle import Budget, Oracle, SamplingConfig
+from repomin.reducer import Reduction, ReductionResult, run_passes
+from repomin.tree import Entry, Tree
+from tests.conftest import FakeRunner
+
+
+def reduce_tree(
+    tree: Tree,
+    fails: object,
+    *,
+    jobs: int = 1,
+    rate: float = 1.0,
+    keep: tuple[str, ...] = (),
+    budget: Budget = Budget(),
+    mode: str = "auto",
+    check_every: int = 8,
+) -> tuple[ReductionResult, Ledger, Oracle, FakeRunner]:
+    runner = FakeRunner(fails, rate=rate)  # type: ignore[arg-type]
+    ledger = Ledger()
+    oracle = Oracle(
+        runner=runner,
+        contract=FailureContract(FailureSpec(match="BUG")),
+        command="fake",
+        env={},
+        timeout=10,
+        config=SamplingConfig(mode=mode, incumbent_check_every=check_every),
+        ledger=ledger,
+        budget=budget,
+    )
+    oracle.run_baseline(tree, jobs)
+    red = Reduction(
+        initial=tree,
+        oracle=oracle,
+        ledger=ledger,
+        jobs=jobs,
+        protected=lambda p: any(p == k or k.startswith(p + "/") for k in keep),
+    )
+    return run_passes(red, ("files", "lines")), ledger, oracle, runner
+
+
+def _tree(n: int) -> Tree:
+    return Tree.of(
+        {
+            f"d{i % 7}/sub{i % 3}/f{i}.txt": Entry("file", f"a{i}\nb{i}\nc{i}\n".encode(), text=True)
+            for i in range(n)
+        }
+    )
+
+
+def needs(*pairs: tuple[str, bytes]) -> object:
+    def fails(tree: Tree) -> bool:
+        return all(p in tree and line in tree[p].data for p, line in pairs)
+
+    return fails
+
+
+def assert_identities(ledger: Ledger) -> None:
+    for ph in ledger.phases.values():
+        assert ph.attempts == ph.no_op + ph.rejected + ph.accepted + ph.superseded + ph.aborted
+
+
+def test_hierarchical_deletion_finds_needed_lines() -> None:
+    tree = _tree(200)
+    fails = needs(("d3/sub1/f10.txt", b"b10"), ("d5/sub2/f5.txt", b"c5"))
+    result, ledger, oracle, runner = reduce_tree(tree, fails)
+    assert result.stop_reason == "fixpoint"
+    assert sorted(result.tree.paths) == ["d3/sub1/f10.txt", "d5/sub2/f5.txt"]
+    assert result.tree["d3/sub1/f10.txt"].data == b"b10\n"
+    assert result.tree["d5/sub2/f5.txt"].data == b"c5\n"
+    assert_identities(ledger)
+    assert ledger.cache_hits > 0  # the second fixpoint round replays decided trees
+    searched = runner.digests[oracle.config.baseline_runs :]
+    assert oracle.incumbent_checks >= 1
+    assert len(set(searched)) == len(searched) - oracle.incumbent_checks, (
+        "a tree was run twice although the cache was on"
+    )
+
+
+def test_keep_paths_survive() -> None:
+    tree = _tree(40)
+    result, *_ = reduce_tree(tree, needs(("d1/sub1/f1.txt", b"a1")), keep=("d2/sub2/f2.txt",))
+    assert set(result.tree.paths) == {"d1/sub1/f1.txt", "d2/sub2/f2.txt"}
+    assert result.tree["d2/sub2/f2.txt"].data == tree["d2/sub2/f2.txt"].data
+
+
+def test_parallel_result_equals_sequential() -> None:
+    tree = _tree(120)
+    fails = needs(("d0/sub0/f21.txt", b"a21"), ("d6/sub2/f20.txt", b"b20"))
+    one, *_ = reduce_tree(tree, fails, jobs=1)
+    two, ledger, *_ = reduce_tree(tree, fails, jobs=3)
+    assert one.tree.digest == two.tree.digest
+    assert_identities(ledger)
+
+
+def test_budget_stops_with_best_so_far() -> None:
+    tree = _tree(100)
+    result, ledger, oracle, _ = reduce_tree(
+        tree, needs(("d1/sub1/f1.txt", b"a1")), budget=Budget(max_runs=25)
+    )
+    assert result.stop_reason == "max_runs"
+    assert oracle.samples <= 25 + oracle.config.baseline_runs
+    assert result.tree.byte_count < tree.byte_count
+    assert_identities(ledger)
+
+
+def test_flaky_strict_reduction_records_family_evidence() -> None:
+    tree = _tree(30)
+    result, ledger, oracle, _ = reduce_tree(tree, needs(("d1/sub1/f1.txt", b"a1")), rate=0.6)
+    assert oracle.policy == "strict"
+    assert "d1/sub1/f1.txt" in result.tree
+    accepted = [e for e in ledger.events if e.get("decision") == "accepted"]
+    assert accepted
+    for e in accepted:
+        assert e["candidate_family_index"] >= 1
+        assert 0 < e["candidate_family_alpha"] < 0.05
+        assert e["candidate_family_confidence"] == 0.95
+        assert e["oracle_rate"] == e["oracle_passes"] / e["oracle_runs"]
+    indexes = [e["candidate_family_index"] for e in accepted]
+    assert indexes == sorted(indexes)
+    assert_identities(ledger)
+
+
+def test_single_mode_inconsistency_switches_to_strict() -> None:
+    tree = _tree(30)
+    state = {"calls": 0}
+
+    def fails(t: Tree) -> bool:
+        # The 21st run (the first candidate, "delete everything") spuriously reproduces.
+        state["calls"] += 1
+        return "d1/sub1/f1.txt" in t or state["calls"] == 21
+
+    result, ledger, oracle, _ = reduce_tree(tree, fails, check_every=1)
+    assert oracle.inconsistencies == 1 and oracle.policy == "strict"
+    assert any(e.get("decision") == "inconsistency" for e in ledger.events)
+    assert list(result.tree.paths) == ["d1/sub1/f1.txt"]
+    assert_identities(ledger)
+
+
+files_st = st.dictionaries(
+    st.sampled_from([f"{d}/f{i}" for d in "abc" for i in range(5)]),
+    st.lists(st.sampled_from([b"x\n", b"y\n", b"z\n", b"KEY\n"]), max_size=5),
+    min_size=1,
+    max_size=10,
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(files_st)
+def test_property_result_reproduces_is_smaller_and_stable(files: dict[str, list[bytes]]) -> None:
+    tree = Tree.of({p: Entry("file", b"".join(ls), text=True) for p, ls in files.items()})
+
+    def fails(t: Tree) -> bool:
+        return sum(e.data.count(b"KEY") for e in t.entries.values()) >= 1 and any(
+            b"y" in e.data for e in t.entries.values()
+        )
+
+    if not fails(tree):
+        return
+    result, ledger, _, _ = reduce_tree(tree, fails)
+    assert fails(result.tree)
+    assert result.tree.byte_count <= tree.byte_count
+    assert result.tree.byte_count == len(b"KEY\ny\n")  # 1-minimal: one KEY line, one y line
+    again, _, _, _ = reduce_tree(result.tree, fails)
+    assert again.tree.digest == result.tree.digest
+    assert_identities(ledger)
