@@ -50,6 +50,7 @@ _GENERATED = re.compile(
     r"|GeneratedSerializationConstructorAccessor|\$Proxy)\d+"
 )
 _SYNTHETIC_INDEX = re.compile(r"\$\d+")
+_EXCEPTION_NAME = re.compile(r"(?:Exception|Error|Throwable|Failure)$")
 _BUILD_TOOL_PREFIXES = ("org.apache.maven.", "org.gradle.", "org.codehaus.plexus.")
 
 
@@ -108,12 +109,19 @@ def _header(lines: list[str], index: int) -> JavaThrowable | None:
         if match:
             return _exception(match["rest"])
     exc = _exception(text)
-    if exc is None or index + 1 >= len(lines):
+    if exc is None:
         return None
-    follower = lines[index + 1].strip()
-    if follower.startswith("at ") and _FRAME.match(follower):
-        return exc
+    for offset, follower in enumerate(lines[index + 1 : index + 2 + _CONTINUATION_LIMIT]):
+        follower = follower.strip()
+        if follower.startswith("at ") and _FRAME.match(follower):
+            return exc if offset == 0 or _EXCEPTION_NAME.search(exc.exception_class) else None
+        if not follower or _CAUSED.match(follower) or _header_start(follower):
+            return None
     return None
+
+
+def _header_start(text: str) -> bool:
+    return bool(_THREAD_HEADER.match(text) or _JUNIT5_HEADER.match(text))
 
 
 def parse_traces(text: str) -> list[JavaTrace]:

@@ -4,8 +4,9 @@ One exit status is read in exactly one way, in this order:
 
 1. ``Outcome.signal`` set by the runner, or a return code in -64..-1 (``subprocess`` on POSIX)
    -> ``signal`` N.
-2. A value that is an NTSTATUS when read as an unsigned 32-bit number (0x80000000 or more, e.g.
-   ``3221225477`` or its signed form ``-1073741819`` = ``0xC0000005``) -> ``windows_status``.
+2. A value that reads as an NTSTATUS warning or error when taken as an unsigned 32-bit number
+   -- top byte 0x80 or 0xC0, e.g. ``3221225477`` or its signed form ``-1073741819`` =
+   ``0xC0000005`` -> ``windows_status``. (``exit(-1)`` on Windows, 0xFFFFFFFF, is not one.)
 3. 129..159, i.e. 128 + N for a standard signal N: how shells and container engines report a
    death by signal -> ``signal`` N. A program that itself calls ``exit(139)`` is
    indistinguishable and is read the same way.
@@ -30,7 +31,7 @@ KIND_EXIT = "exit_code"
 _SHELL_SIGNAL_BASE = 128
 _SHELL_SIGNAL_MAX = 31
 _HOST_SIGNAL_MAX = 64
-_NTSTATUS_MIN = 0x80000000
+_NTSTATUS_TOP_BYTES = (0x80, 0xC0)
 _UINT32 = 0xFFFFFFFF
 
 #: Names of common NTSTATUS failure codes (informative; matching uses the hex value).
@@ -64,7 +65,7 @@ def classify(exit_code: int | None, signal: int | None = None) -> dict[str, Any]
     if -_HOST_SIGNAL_MAX <= exit_code < 0:
         return _signal_signature(exit_code, -exit_code)
     unsigned = exit_code & _UINT32
-    if -(2**31) <= exit_code <= _UINT32 and unsigned >= _NTSTATUS_MIN:
+    if -(2**31) <= exit_code <= _UINT32 and unsigned >> 24 in _NTSTATUS_TOP_BYTES:
         return {
             "kind": KIND_WINDOWS,
             "exit_code": exit_code,
