@@ -1,0 +1,781 @@
+"""The Docker runner: each sample in a hardened container, one long-lived container per job slot.
+
+Default strategy ``exec-per-sample``: a pool of ``jobs`` worker containers (read-only root, no
+capabilities, no new privileges, numeric non-root user, no network unless asked, memory / CPU /
+pids limits, tmpfs scratch, no logs). Each sample is one ``docker exec`` of
+:data:`~repomin.runners.docker_script.SAMPLE_SCRIPT` over a fresh copy of the tree at ``/work``;
+the script reaps the previous sample's processes and wipes scratch space first. The deadline is
+kept by the client: at the timeout a second exec kills the sample's processes. OOM kills and
+hits of the pids limit are read from the container cgroup's event counters before and after the
+sample, so they are attributed to the right sample even though containers are reused.
+
+``fresh_container=True`` (``container-per-sample``) throws the worker away after every sample;
+for an image without ``/bin/sh`` the command then runs as the container's own process (split
+with :func:`shlex.split`; its environment is then part of the container's configuration).
+
+Engine failures are never verdicts: they recycle the worker, are retried :data:`RETRIES` times
+and then come back as ``Outcome(exit_code=None, infrastructure_error=...)``. Every container and
+volume carries the session label and the owner's host and pid; :meth:`DockerRunner.close`
+removes them, a worker's keep-alive exits when the client dies (so even ``kill -9`` leaves
+nothing running), and :func:`reap_stale` removes what dead sessions left behind.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import itertools
+import logging
+import os
+import queue
+import re
+import secrets
+import shlex
+import shutil
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from docker.client import DockerClient
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.types import LogConfig, Mount
+from docker.utils import parse_bytes, parse_repository_tag
+from docker.utils.socket import SocketError, frames_iter
+from requests.exceptions import RequestException
+
+from repomin.errors import InfrastructureError, UsageError
+from repomin.runners.base import Outcome, RunRequest
+from repomin.runners.docker_script import (
+    KEEPALIVE,
+    REAP_SCRIPT,
+    SAMPLE_SCRIPT,
+    WORKDIR,
+    Capture,
+    assemble,
+    increased,
+    split_header,
+    split_trailer,
+)
+from repomin.runners.docker_transport import (
+    ScratchRoot,
+    fill,
+    owner_alive,
+    owner_record,
+    probe_bind,
+    probe_shell,
+    reap_stale_dirs,
+    tar_bytes,
+    wipe,
+)
+from repomin.tree import Tree
+
+log = logging.getLogger(__name__)
+
+LABEL_SESSION = "io.repomin.session"
+LABEL_HOST = "io.repomin.host"
+LABEL_PID = "io.repomin.pid"
+LABEL_PID_START = "io.repomin.pid_start"
+LABEL_ROLE = "io.repomin.role"
+
+DEFAULT_USER = "65534:65534"
+#: Extra attempts of one sample inside the runner after an engine error (on a fresh worker).
+RETRIES = 2
+#: The worker's own processes (init, keep-alive, script, command shell, a kill exec) need room.
+MIN_PIDS_LIMIT = 16
+MIN_MEMORY = 6 * 1024 * 1024
+#: Seconds to wait for the engine after killing a sample before the worker is recycled.
+KILL_GRACE = 10.0
+#: What every sample sees unless the request overrides it (mirrors the host runner).
+IMPLICIT_ENVIRONMENT: Mapping[str, str] = {
+    "HOME": "/tmp",
+    "TMPDIR": "/tmp",
+    "TMP": "/tmp",
+    "TEMP": "/tmp",
+    "LANG": "C.UTF-8",
+}
+_ENGINE_ERRORS = (DockerException, RequestException, SocketError, OSError)
+_NOT_EXECUTABLE = re.compile(r"executable file not found|no such file or directory", re.I)
+
+
+class _EngineFailure(Exception):
+    """Raised inside a sample when the engine (not the command) failed; recycles the worker."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The validated container settings of one runner."""
+
+    network: str
+    memory: str | None
+    memory_bytes: int | None
+    cpus: float | None
+    pids_limit: int | None
+    uid: int
+    gid: int
+
+    @property
+    def user(self) -> str:
+        return f"{self.uid}:{self.gid}"
+
+    @property
+    def keepalive_user(self) -> str:
+        other = 65533 if self.uid == 65534 else 65534
+        return f"{other}:{other}"
+
+
+def parse_limits(
+    *,
+    network: str,
+    memory: str | None,
+    cpus: float | None,
+    pids_limit: int | None,
+    user: str | None,
+) -> Limits:
+    """Check the settings; each problem is a :class:`UsageError` naming the value and the fix."""
+    if network not in ("none", "bridge"):
+        raise UsageError(f"--network {network!r} is not supported; use 'none' or 'bridge'")
+    memory_bytes: int | None = None
+    if memory is not None:
+        try:
+            memory_bytes = int(parse_bytes(memory))
+        except (DockerException, ValueError):
+            memory_bytes = None
+        if memory_bytes is None or memory_bytes < MIN_MEMORY:
+            raise UsageError(f"--memory {memory!r} is not a size of at least 6m (e.g. 512m, 2g)")
+    if cpus is not None and not cpus > 0:
+        raise UsageError(f"--cpus {cpus!r} must be a positive number (e.g. 1.5)")
+    if pids_limit is not None and pids_limit < MIN_PIDS_LIMIT:
+        raise UsageError(f"--pids-limit {pids_limit} is too small; use at least {MIN_PIDS_LIMIT}")
+    spec = DEFAULT_USER if user is None else user
+    match = re.fullmatch(r"(\d+)(?::(\d+))?", spec)
+    if match is None:
+        raise UsageError(f"--user {spec!r} must be numeric UID[:GID] (e.g. {DEFAULT_USER})")
+    uid = int(match.group(1))
+    gid = int(match.group(2)) if match.group(2) is not None else uid
+    if uid == 0:
+        raise UsageError("--user 0 (root) is refused: samples run as a non-root user")
+    return Limits(network, memory, memory_bytes, cpus, pids_limit, uid, gid)
+
+
+@dataclass(eq=False)
+class _Worker:
+    """One live container and what belongs to it (mutated only by the thread holding its slot)."""
+
+    cid: str
+    keepalive: Any
+    bind_dir: Path | None
+    samples: int = 0
+
+
+@dataclass(eq=False)
+class _Slot:
+    index: int
+    worker: _Worker | None = None
+    busy: bool = False
+
+
+class _Pump(threading.Thread):
+    """Feeds an exec's stdin and collects its multiplexed stdout/stderr frames."""
+
+    def __init__(self, sock: Any, payload: bytes) -> None:
+        super().__init__(name="repomin-docker-pump", daemon=True)
+        self.sock = sock
+        self.payload = payload
+        self.out = Capture()
+        self.err = Capture()
+        self.sent = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            if self.payload:
+                _raw_socket(self.sock).sendall(self.payload)
+            self.sent.set()
+            for stream, data in frames_iter(self.sock, tty=False):
+                (self.err if stream == 2 else self.out).add(data)
+        except Exception as exc:  # reported to the sample's thread, which decides
+            self.error = exc
+        finally:
+            self.sent.set()
+            with contextlib.suppress(OSError):
+                self.sock.close()
+
+
+def _raw_socket(sock: Any) -> Any:
+    return getattr(sock, "_sock", sock)
+
+
+def _no_timeout(sock: Any) -> None:
+    """Hijacked sockets inherit the client's HTTP timeout; samples may be silent for longer."""
+    for candidate in (sock, getattr(sock, "_sock", None)):
+        if candidate is not None and hasattr(candidate, "settimeout"):
+            candidate.settimeout(None)
+
+
+def session_labels(session_label: str, role: str) -> dict[str, str]:
+    owner = owner_record()
+    return {
+        LABEL_SESSION: session_label,
+        LABEL_HOST: owner["host"],
+        LABEL_PID: owner["pid"],
+        LABEL_PID_START: owner["pid_start"],
+        LABEL_ROLE: role,
+    }
+
+
+def _owner_dead(labels: Mapping[str, str]) -> bool:
+    try:
+        pid = int(labels[LABEL_PID])
+        host = labels[LABEL_HOST]
+    except (KeyError, ValueError):
+        return False
+    return not owner_alive(host, pid, labels.get(LABEL_PID_START, ""))
+
+
+def reap_stale(client: Any) -> int:
+    """Remove labelled containers and volumes whose owning session is dead; returns the count.
+
+    A session is dead when it ran on this host and its pid is gone (or now belongs to a process
+    started at another time). Sessions of other hosts are left alone.
+    """
+    api = client.api
+    removed = 0
+    for container in api.containers(all=True, filters={"label": LABEL_SESSION}):
+        if _owner_dead(container.get("Labels") or {}):
+            with contextlib.suppress(NotFound, APIError):
+                api.remove_container(container["Id"], force=True, v=True)
+                removed += 1
+    for volume in api.volumes(filters={"label": LABEL_SESSION}).get("Volumes") or []:
+        if _owner_dead(volume.get("Labels") or {}):
+            with contextlib.suppress(NotFound, APIError):
+                api.remove_volume(volume["Name"], force=True)
+                removed += 1
+    removed += reap_stale_dirs()
+    if removed:
+        log.info("removed %d leftovers of dead repomin sessions", removed)
+    return removed
+
+
+def connect(client: Any | None = None, jobs: int = 1) -> Any:
+    """A Docker client that answers, or :class:`InfrastructureError` with the reason."""
+    try:
+        if client is None:
+            client = DockerClient.from_env(max_pool_size=max(10, 2 * jobs + 4))
+        client.ping()
+    except _ENGINE_ERRORS as exc:
+        raise InfrastructureError(
+            f"cannot reach the Docker engine ({exc}); start dockerd or set DOCKER_HOST"
+        ) from exc
+    return client
+
+
+class DockerRunner:
+    """Runs samples in containers. Thread-safe; at most ``jobs`` samples run at once."""
+
+    backend = "docker"
+
+    def __init__(
+        self,
+        *,
+        image: str,
+        network: str = "none",
+        memory: str | None = None,
+        cpus: float | None = None,
+        pids_limit: int | None = None,
+        user: str | None = None,
+        fresh_container: bool = False,
+        pull: bool = False,
+        jobs: int = 1,
+        session_label: str,
+        client: Any | None = None,
+        transport: str | None = None,
+    ) -> None:
+        if jobs < 1:
+            raise UsageError(f"--jobs {jobs} must be at least 1")
+        if transport not in (None, "bind", "stream"):
+            raise UsageError(f"tree transport {transport!r} is not 'bind' or 'stream'")
+        self.limits = parse_limits(
+            network=network, memory=memory, cpus=cpus, pids_limit=pids_limit, user=user
+        )
+        self.image = image
+        self.fresh_container = fresh_container
+        self.session_label = session_label
+        self.client = connect(client, jobs)
+        self.api = self.client.api
+        self._lock = threading.Lock()
+        self._closed = False
+        self._containers: set[str] = set()
+        self._volumes: set[str] = set()
+        self._sockets: list[Any] = []
+        self._counter = itertools.count(1)
+        try:
+            reap_stale(self.client)
+        except _ENGINE_ERRORS as exc:
+            log.warning("could not reap stale repomin containers: %s", exc)
+        self.image_id = self._resolve_image(image, pull)
+        self.transport = "stream"
+        self.has_shell = True
+        self._slots: queue.Queue[_Slot] = queue.Queue()
+        self._all_slots = [_Slot(index) for index in range(jobs)]
+        for slot in self._all_slots:
+            self._slots.put(slot)
+        self._scratch = ScratchRoot(session_label)
+        atexit.register(self.close)
+        try:
+            self._set_up(transport)
+        except APIError as exc:
+            self.close()
+            if exc.status_code == 400:
+                raise UsageError(
+                    f"the Docker engine rejected the container settings: {exc.explanation or exc}"
+                ) from exc
+            raise InfrastructureError(f"the Docker engine failed at start-up: {exc}") from exc
+        except _ENGINE_ERRORS as exc:
+            self.close()
+            raise InfrastructureError(f"the Docker engine failed at start-up: {exc}") from exc
+        except BaseException:
+            self.close()
+            raise
+
+    # -- set-up ------------------------------------------------------------------------------
+
+    def _set_up(self, transport: str | None) -> None:
+        """Choose the tree transport, check for a shell, and start the first worker.
+
+        Starting a worker here surfaces settings the engine rejects (e.g. too many CPUs) as a
+        usage error before any sample runs.
+        """
+        why_not: str | None = "asked for"
+        if transport != "stream":
+            lim = self.limits
+            labels = self._labels("probe")
+            why_not = probe_bind(self.api, self.image_id, self._scratch, lim.uid, lim.gid, labels)
+        if why_not is not None and transport == "bind":
+            raise UsageError(f"the bind tree transport does not work here: {why_not}")
+        self.transport = "bind" if why_not is None else "stream"
+        if why_not is not None:
+            log.info("streaming trees into containers: %s", why_not)
+        if self.fresh_container:
+            self.has_shell = probe_shell(
+                self.api, self.image_id, self._labels("probe"), self._host_config(direct=True)
+            )
+        if self.has_shell:
+            self._all_slots[0].worker = self._start_worker()
+
+    def _resolve_image(self, ref: str, pull: bool) -> str:
+        try:
+            if pull:
+                repository, tag = parse_repository_tag(ref)
+                self.client.images.pull(repository, tag=tag or "latest")
+            return str(self.client.images.get(ref).id)
+        except (ImageNotFound, NotFound) as exc:
+            hint = "pull it (docker pull, or --pull)" if not pull else "check the reference"
+            raise UsageError(
+                f"Docker image {ref!r} not found; build it (docker/build-test-images.sh builds "
+                f"repomin-test/busybox:1) or {hint}"
+            ) from exc
+        except _ENGINE_ERRORS as exc:
+            raise InfrastructureError(f"cannot resolve Docker image {ref!r}: {exc}") from exc
+
+    def _labels(self, role: str) -> dict[str, str]:
+        return session_labels(self.session_label, role)
+
+    def _host_config(self, *, direct: bool, mounts: list[Mount] | None = None) -> Any:
+        lim = self.limits
+        tmpfs = {"/tmp": "rw,nosuid,nodev,exec,mode=1777"}
+        if self.transport == "stream" and not direct:
+            tmpfs[WORKDIR] = f"rw,nosuid,nodev,exec,mode=0755,uid={lim.uid},gid={lim.gid}"
+        return self.api.create_host_config(
+            network_mode=lim.network,
+            read_only=True,
+            tmpfs=tmpfs,
+            mounts=mounts or [],
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            init=True,
+            ipc_mode="private",
+            mem_limit=lim.memory_bytes,
+            memswap_limit=lim.memory_bytes,
+            pids_limit=lim.pids_limit,
+            nano_cpus=None if lim.cpus is None else int(lim.cpus * 1e9),
+            log_config=LogConfig(type="none"),
+            auto_remove=not direct,
+        )
+
+    def _register(self, cid: str) -> None:
+        """Record a new container; if the runner closed meanwhile, remove it at once."""
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                self._containers.add(cid)
+        if closed:
+            self._remove_container(cid)
+            raise _EngineFailure("the runner is closed")
+
+    def _start_worker(self) -> _Worker:
+        bind_dir: Path | None = None
+        mounts: list[Mount] = []
+        if self.transport == "bind":
+            name = f"w{next(self._counter)}"
+            bind_dir = self._scratch.directory(name, self.limits.uid, self.limits.gid)
+            mounts.append(Mount(WORKDIR, str(bind_dir), type="bind", read_only=False))
+        cid = self.api.create_container(
+            self.image_id,
+            entrypoint=KEEPALIVE[:2],
+            command=KEEPALIVE[2:],
+            user=self.limits.keepalive_user,
+            stdin_open=True,
+            working_dir="/",
+            hostname="repomin",
+            labels=self._labels("worker"),
+            host_config=self._host_config(direct=False, mounts=mounts),
+        )["Id"]
+        self._register(cid)
+        try:
+            keepalive = self.api.attach_socket(cid, params={"stdin": 1, "stream": 1})
+            with self._lock:
+                self._sockets.append(keepalive)
+            self.api.start(cid)
+        except BaseException:
+            self._remove_container(cid)
+            raise
+        log.debug("started worker %s", cid[:12])
+        return _Worker(cid, keepalive, bind_dir)
+
+    # -- the protocol ------------------------------------------------------------------------
+
+    def describe(self) -> dict[str, Any]:
+        lim = self.limits
+        return {
+            "backend": "docker",
+            "docker_image": self.image,
+            "docker_image_id": self.image_id,
+            "docker_network": lim.network,
+            "docker_memory": lim.memory,
+            "docker_cpus": lim.cpus,
+            "docker_pids_limit": lim.pids_limit,
+            "docker_user": lim.user,
+            "docker_strategy": "container-per-sample"
+            if self.fresh_container
+            else "exec-per-sample",
+            "docker_tree_transport": self.transport,
+        }
+
+    def run(self, tree: Tree, request: RunRequest) -> Outcome:
+        outcome = Outcome(exit_code=None, infrastructure_error="the runner is closed")
+        for attempt in range(1 + RETRIES):
+            if self._closed:
+                return outcome
+            slot = self._slots.get()
+            slot.busy = True
+            try:
+                outcome = self._attempt(slot, tree, request)
+            finally:
+                slot.busy = False
+                self._slots.put(slot)
+            if outcome.infrastructure_error is None:
+                return outcome
+            log.warning(
+                "sample %s: engine error on attempt %d: %s",
+                request.sample_id,
+                attempt + 1,
+                outcome.infrastructure_error,
+            )
+        return outcome
+
+    def _attempt(self, slot: _Slot, tree: Tree, request: RunRequest) -> Outcome:
+        try:
+            if not self.has_shell:
+                return self._sample_direct(tree, request)
+            if slot.worker is None:
+                slot.worker = self._start_worker()
+            outcome, healthy = self._sample_exec(slot.worker, tree, request)
+            if not healthy or self.fresh_container:
+                self._recycle(slot)
+            return outcome
+        except (_EngineFailure, *_ENGINE_ERRORS) as exc:
+            self._recycle(slot)
+            message = str(exc) or type(exc).__name__
+            return Outcome(exit_code=None, infrastructure_error=message, workdir=WORKDIR)
+
+    def _recycle(self, slot: _Slot) -> None:
+        worker, slot.worker = slot.worker, None
+        if worker is None:
+            return
+        self._remove_container(worker.cid)
+        with contextlib.suppress(OSError):
+            worker.keepalive.close()
+        with self._lock:
+            if worker.keepalive in self._sockets:
+                self._sockets.remove(worker.keepalive)
+        if worker.bind_dir is not None:
+            shutil.rmtree(worker.bind_dir, ignore_errors=True)
+
+    def _remove_container(self, cid: str) -> None:
+        with contextlib.suppress(*_ENGINE_ERRORS):
+            self.api.remove_container(cid, force=True, v=True)
+        with self._lock:
+            self._containers.discard(cid)
+
+    # -- exec-per-sample ---------------------------------------------------------------------
+
+    def _sample_exec(
+        self, worker: _Worker, tree: Tree, request: RunRequest
+    ) -> tuple[Outcome, bool]:
+        """One sample in a live worker; returns the outcome and whether the worker is reusable."""
+        lim = self.limits
+        nonce = secrets.token_hex(8)
+        payload = b""
+        if worker.bind_dir is not None:
+            wipe(worker.bind_dir)
+            fill(worker.bind_dir, tree, lim.uid, lim.gid)
+        else:
+            payload = tar_bytes(tree, lim.uid, lim.gid)
+        mode = "stream" if worker.bind_dir is None else "bind"
+        argv = [str(lim.uid), nonce, mode, str(len(payload)), request.command]
+        exec_id = self.api.exec_create(
+            worker.cid,
+            ["/bin/sh", "-c", SAMPLE_SCRIPT, "repomin", *argv],
+            user=lim.user,
+            environment={**IMPLICIT_ENVIRONMENT, **request.env},
+            stdin=bool(payload),
+            workdir="/",
+        )["Id"]
+        sock = self.api.exec_start(exec_id, socket=True)
+        _no_timeout(sock)
+        pump = _Pump(sock, payload)
+        pump.start()
+        if not pump.sent.wait(max(60.0, request.timeout)):
+            raise _EngineFailure("the engine did not accept the tree in time")
+        started = time.monotonic()
+        pump.join(request.timeout)
+        timed_out = pump.is_alive()
+        healthy = True
+        if timed_out:
+            healthy = self._kill_sample(worker) is not None
+            pump.join(KILL_GRACE)
+            if pump.is_alive():
+                raise _EngineFailure("the engine did not end a timed-out sample")
+        duration = time.monotonic() - started
+        worker.samples += 1
+        if pump.error is not None and not timed_out:
+            raise _EngineFailure(f"lost the sample's output stream: {pump.error}")
+
+        stdout = assemble(*pump.out.parts())
+        head, tail = pump.err.parts()
+        header, head = split_header(head, nonce)
+        if tail is None:
+            trailer, head = split_trailer(head, nonce)
+        else:
+            trailer, tail = split_trailer(tail, nonce)
+        stderr = assemble(head, tail)
+        script_status = None if timed_out else self.api.exec_inspect(exec_id).get("ExitCode")
+        if script_status != 0:
+            # Only a script that finished wrote the trailer: a sample that printed a fake one
+            # and then killed the script must not choose its own verdict.
+            trailer = None
+        common: dict[str, Any] = {
+            "stdout": stdout,
+            "stderr": stderr,
+            "duration": duration,
+            "workdir": WORKDIR,
+            "extra": {"docker_container": worker.cid[:12]},
+        }
+        if timed_out:
+            if healthy and worker.bind_dir is not None:
+                wipe(worker.bind_dir)
+            return Outcome(exit_code=None, timed_out=True, **common), healthy
+
+        if trailer is not None and trailer.setup_error is not None:
+            raise _EngineFailure(
+                f"could not prepare the sample ({trailer.setup_error}); with --memory, the tree "
+                "must fit into the memory limit"
+            )
+        if trailer is None:
+            # The script itself was killed: by the sample (kill -9 -1) or by the OOM killer.
+            counters = self._kill_sample(worker)
+            if counters is None:
+                raise _EngineFailure("could not clean up after a sample that killed its runner")
+            if script_status is None:
+                raise _EngineFailure("the engine lost the sample's exit status")
+            oom, pids = counters
+            exit_code, reaped, clean = int(script_status), True, True
+        else:
+            exit_code = trailer.exit_code if trailer.exit_code is not None else -1
+            oom, pids = trailer.oom_kills, trailer.pids_max_events
+            reaped, clean = trailer.reaped, trailer.clean
+        exhausted = header is not None and (
+            increased(header.oom_kills, oom) or increased(header.pids_max_events, pids)
+        )
+        healthy = reaped and clean
+        if healthy and worker.bind_dir is not None:
+            wipe(worker.bind_dir)
+        return Outcome(exit_code=exit_code, resource_exhausted=exhausted, **common), healthy
+
+    def _kill_sample(self, worker: _Worker) -> tuple[int | None, int | None] | None:
+        """Kill every process of the sample's uid; the cgroup counters, or ``None`` on failure."""
+        try:
+            exec_id = self.api.exec_create(
+                worker.cid,
+                ["/bin/sh", "-c", REAP_SCRIPT, "repomin", str(self.limits.uid)],
+                user=self.limits.user,
+                workdir="/",
+            )["Id"]
+            output = self.api.exec_start(exec_id).decode("ascii", "replace").split()
+        except _ENGINE_ERRORS as exc:
+            log.warning("could not kill a sample in %s: %s", worker.cid[:12], exc)
+            return None
+        if len(output) != 3 or output[0] != "0":
+            return None
+        return _int_or_none(output[1]), _int_or_none(output[2])
+
+    # -- container-per-sample for images without a shell -------------------------------------
+
+    def _sample_direct(self, tree: Tree, request: RunRequest) -> Outcome:
+        lim = self.limits
+        try:
+            argv = shlex.split(request.command)
+        except ValueError as exc:
+            return Outcome(exit_code=2, stderr=f"repomin: {exc}\n".encode(), workdir=WORKDIR)
+        if not argv:
+            return Outcome(exit_code=0, workdir=WORKDIR)
+        bind_dir: Path | None = None
+        volume: str | None = None
+        cid: str | None = None
+        try:
+            if self.transport == "bind":
+                name = f"s{next(self._counter)}"
+                bind_dir = self._scratch.directory(name, lim.uid, lim.gid)
+                fill(bind_dir, tree, lim.uid, lim.gid)
+                mount = Mount(WORKDIR, str(bind_dir), type="bind", read_only=False)
+            else:
+                volume = self.api.create_volume(labels=self._labels("sample"))["Name"]
+                with self._lock:
+                    self._volumes.add(volume)
+                mount = Mount(WORKDIR, volume, type="volume")
+            cid = self.api.create_container(
+                self.image_id,
+                entrypoint=argv[:1],
+                command=argv[1:],
+                user=lim.user,
+                environment={**IMPLICIT_ENVIRONMENT, **request.env},
+                working_dir=WORKDIR,
+                hostname="repomin",
+                labels=self._labels("sample"),
+                host_config=self._host_config(direct=True, mounts=[mount]),
+            )["Id"]
+            self._register(cid)
+            if volume is not None:
+                root = tar_bytes(tree, lim.uid, lim.gid, root=True)
+                if not self.api.put_archive(cid, WORKDIR, root):
+                    raise _EngineFailure("the engine refused the tree archive")
+            sock = self.api.attach_socket(cid, params={"stdout": 1, "stderr": 1, "stream": 1})
+            _no_timeout(sock)
+            pump = _Pump(sock, b"")
+            pump.start()
+            started = time.monotonic()
+            try:
+                self.api.start(cid)
+            except APIError as exc:
+                text = str(exc.explanation or exc)
+                if _NOT_EXECUTABLE.search(text):
+                    return Outcome(exit_code=127, stderr=text.encode(), workdir=WORKDIR)
+                raise
+            pump.join(request.timeout)
+            timed_out = pump.is_alive()
+            if timed_out:
+                with contextlib.suppress(NotFound, APIError):
+                    self.api.kill(cid)
+                pump.join(KILL_GRACE)
+            duration = time.monotonic() - started
+            status = self.api.wait(cid, timeout=KILL_GRACE)
+            state = self.api.inspect_container(cid)["State"]
+            stdout = assemble(*pump.out.parts())
+            stderr = assemble(*pump.err.parts())
+            if timed_out:
+                return Outcome(
+                    exit_code=None,
+                    stdout=stdout,
+                    stderr=stderr,
+                    duration=duration,
+                    timed_out=True,
+                    workdir=WORKDIR,
+                )
+            return Outcome(
+                exit_code=int(status.get("StatusCode", state.get("ExitCode", -1))),
+                stdout=stdout,
+                stderr=stderr,
+                duration=duration,
+                resource_exhausted=bool(state.get("OOMKilled")),
+                workdir=WORKDIR,
+            )
+        finally:
+            if cid is not None:
+                self._remove_container(cid)
+            if volume is not None:
+                with contextlib.suppress(*_ENGINE_ERRORS):
+                    self.api.remove_volume(volume, force=True)
+                with self._lock:
+                    self._volumes.discard(volume)
+            if bind_dir is not None:
+                shutil.rmtree(bind_dir, ignore_errors=True)
+
+    # -- shutdown ----------------------------------------------------------------------------
+
+    def kill_all(self) -> None:
+        """Stop every running sample now (Ctrl-C, SIGTERM, budget); their workers are recycled."""
+        for slot in getattr(self, "_all_slots", []):
+            worker = slot.worker
+            if slot.busy and worker is not None:
+                with contextlib.suppress(*_ENGINE_ERRORS):
+                    self.api.kill(worker.cid)
+
+    def close(self) -> None:
+        """Remove every container and volume of this runner (idempotent; also run at exit)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            containers = list(self._containers)
+            volumes = list(self._volumes)
+            sockets = list(self._sockets)
+        atexit.unregister(self.close)
+        for cid in containers:
+            self._remove_container(cid)
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.close()
+        for volume in volumes:
+            with contextlib.suppress(*_ENGINE_ERRORS):
+                self.api.remove_volume(volume, force=True)
+        self._sweep()
+        scratch = getattr(self, "_scratch", None)
+        if scratch is not None:
+            scratch.remove()
+
+    def _sweep(self) -> None:
+        """Remove anything still carrying this session's label and this process as owner."""
+        mine = str(os.getpid())
+        try:
+            leftovers = self.api.containers(
+                all=True, filters={"label": f"{LABEL_SESSION}={self.session_label}"}
+            )
+            for container in leftovers:
+                if (container.get("Labels") or {}).get(LABEL_PID) == mine:
+                    self._remove_container(container["Id"])
+            volumes = self.api.volumes(
+                filters={"label": f"{LABEL_SESSION}={self.session_label}"}
+            ).get("Volumes")
+            for volume in volumes or []:
+                if (volume.get("Labels") or {}).get(LABEL_PID) == mine:
+                    with contextlib.suppress(NotFound, APIError):
+                        self.api.remove_volume(volume["Name"], force=True)
+        except _ENGINE_ERRORS as exc:
+            log.warning("could not sweep containers of session %s: %s", self.session_label, exc)
+
+
+def _int_or_none(text: str) -> int | None:
+    return int(text) if text.isdigit() else None
