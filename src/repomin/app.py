@@ -8,20 +8,23 @@ that leave the filesystem untouched.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from repomin.accounting import Ledger
-from repomin.errors import Interrupted, UsageError
+from repomin.errors import Interrupted, ReproMinError, UsageError
 from repomin.export import check_output_location, export_payload, sidecar_dir
 from repomin.failure.contract import FailureContract, FailureSpec
-from repomin.oracle import Budget, Oracle, SamplingConfig
+from repomin.fingerprint import Fingerprint
+from repomin.holdout import HoldoutConfig, not_requested, run_holdout
+from repomin.oracle import Baseline, Budget, Oracle, SamplingConfig
 from repomin.passes import DEFAULT_SCHEDULE, REGISTRY
 from repomin.progress import NullProgress, Progress
 from repomin.reducer import Mutation, Reduction, run_passes
@@ -29,7 +32,9 @@ from repomin.report.build import ReportInputs, build_report, environment_digest,
 from repomin.report.io import write_json_atomic, write_text_atomic
 from repomin.runners.base import Runner
 from repomin.runners.host import IMPLICIT_ENVIRONMENT, HostRunner
-from repomin.selection import SelectionOptions, select
+from repomin.selection import Selection, SelectionOptions, select
+from repomin.session import Session, default_session_dir
+from repomin.tree import Tree
 
 STRATEGY_VERSION = "repomin-hdd-v1"
 
@@ -51,6 +56,11 @@ class ReduceOptions:
     schedule: tuple[str, ...] = DEFAULT_SCHEDULE
     backend: str = "host"
     backend_options: Mapping[str, Any] = field(default_factory=dict)
+    holdout: HoldoutConfig | None = None
+    session_dir: Path | None = None
+    resume: bool = False
+    use_session: bool = True
+    export_on_interrupt: bool = False
 
     def __post_init__(self) -> None:
         if self.timeout <= 0:
@@ -66,6 +76,23 @@ class ReduceOptions:
     @property
     def reduction_strategy(self) -> str:
         return f"{STRATEGY_VERSION}:{','.join(self.schedule)}"
+
+    def session_config(self, source_digest: str) -> dict[str, Any]:
+        """Everything that must be equal for ``--resume`` to continue a session."""
+        return {
+            "source_tree": source_digest,
+            "command": self.command,
+            "failure_spec": self.spec.to_json(),
+            "environment_sha256": environment_digest(self.env),
+            "environment_names": sorted(self.env),
+            "timeout": self.timeout,
+            "sampling": asdict(self.sampling),
+            "backend": self.backend,
+            "backend_options": {k: str(v) for k, v in sorted(self.backend_options.items())},
+            "jobs": self.jobs,
+            "cache": self.use_cache,
+            "reduction_strategy": self.reduction_strategy,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +147,16 @@ def execute(
     check_output_location(options.src, options.output, force=options.force)
     selection = select(options.src, options.selection)
     source = selection.tree
+    session_config = options.session_config(source.digest)
+    session_root = options.session_dir or default_session_dir(options.output)
+    session: Session | None = None
+    if options.use_session:
+        if options.resume:
+            session = Session.open(session_root, session_config)
+        elif (session_root / "config.json").exists():
+            Session.create(session_root, session_config)  # raises with the fix
+    elif options.resume:
+        raise UsageError("--resume needs a session; drop --no-session")
     ledger = Ledger()
     stop = threading.Event()
     runner = runner_factory(options)
@@ -137,7 +174,9 @@ def execute(
                 use_cache=options.use_cache,
                 stop=stop,
             )
-            oracle.on_sample = lambda outcome, ok: progress.update(runs=oracle.samples + 1)
+            oracle.on_sample = lambda outcome, ok: progress.update(
+                runs=oracle.samples + 1, inflight=oracle.inflight
+            )
             progress.start()
             progress.update(
                 phase="baseline",
@@ -146,41 +185,55 @@ def execute(
                 jobs=options.jobs,
             )
             t0 = time.monotonic()
+            stored = session.load_baseline() if session is not None else None
             try:
-                baseline = oracle.run_baseline(source, options.jobs)
+                if stored is not None:
+                    baseline = oracle.restore_baseline(stored)
+                else:
+                    baseline = oracle.run_baseline(source, options.jobs)
             except Exception:
                 progress.stop()
                 raise
             if stop.is_set():
+                progress.stop()
                 raise Interrupted("interrupted during the baseline; nothing was written")
-            ledger.event(
-                "baseline",
-                f"baseline: {baseline.passes}/{baseline.runs} runs reproduced; policy "
-                f"{oracle.policy}, candidate threshold {oracle.theta:.4f}",
-                decision="passed",
-                duration_seconds=round(time.monotonic() - t0, 6),
-                files=source.file_count,
-                bytes=source.byte_count,
-                oracle_passes=baseline.passes,
-                oracle_runs=baseline.runs,
-                oracle_rate=baseline.rate,
-                lower_bound=baseline.lower,
-                upper_bound=baseline.upper,
-                bound_confidence=options.sampling.confidence,
-                sampling_policy="fixed",
-            )
+            if options.use_session and session is None:
+                session = Session.create(session_root, session_config)
+            if session is not None and stored is None:
+                session.save_baseline(oracle.baseline_state(baseline))
+            _log_baseline(ledger, oracle, baseline, source, options, time.monotonic() - t0, stored)
+            initial = source
+            if session is not None and options.resume:
+                if options.use_cache:
+                    oracle.cache.update(session.verdicts())
+                initial = session.latest_tree(source)
+                ledger.coverage = "partial"
+                ledger.event(
+                    "session",
+                    f"resumed session: {len(session.journal())} accepted mutations and "
+                    f"{len(oracle.cache)} decided trees restored",
+                    decision="info",
+                    files=initial.file_count,
+                    bytes=initial.byte_count,
+                )
+            if session is not None:
+                oracle.on_verdict = session.record_verdict
             progress.message(
                 f"baseline {baseline.passes}/{baseline.runs}, lower bound {baseline.lower:.3f}; "
                 f"sampling policy {oracle.policy}"
             )
 
             def on_accept(m: Mutation) -> None:
+                if session is not None:
+                    session.record_mutation(m.phase, m.description, m.tree)
+                bound = m.verdict.evidence(options.sampling.confidence).get("lower_bound")
                 progress.update(
                     phase=m.phase,
                     files=m.tree.file_count,
                     bytes=m.tree.byte_count,
                     accepted=ledger.accepted,
                     rate=m.verdict.passes / m.verdict.runs,
+                    bound=bound,
                 )
                 progress.message(
                     f"{m.phase}: {m.description} -> {m.tree.file_count} files, "
@@ -188,7 +241,7 @@ def execute(
                 )
 
             reduction = Reduction(
-                initial=source,
+                initial=initial,
                 oracle=oracle,
                 ledger=ledger,
                 jobs=options.jobs,
@@ -198,16 +251,20 @@ def execute(
             for name in options.schedule:
                 ledger.phase(name)
             result = run_passes(reduction, options.schedule)
-            if result.stop_reason == "interrupted":
-                progress.stop()
-                raise Interrupted(
-                    "interrupted; nothing was exported (the source tree is untouched)"
-                )
             best = result.tree
+            interrupted = result.stop_reason == "interrupted"
+            if interrupted and not options.export_on_interrupt:
+                progress.stop()
+                hint = f" --resume --session {session_root}" if session is not None else ""
+                raise Interrupted(
+                    "interrupted; nothing was exported (the source tree is untouched); rerun "
+                    f"the same command with{hint or ' --export-on-interrupt next time'} to continue"
+                )
             progress.update(phase="final validation", files=best.file_count, bytes=best.byte_count)
             t0 = time.monotonic()
+            final_runs_planned = 0 if interrupted else options.sampling.final_runs
             final_passes, final_runs, final_exit = oracle.final_validation(
-                best, options.sampling.final_runs, options.jobs
+                best, final_runs_planned, options.jobs
             )
             final_ok = oracle.final_passes_test(final_passes, final_runs)
             ledger.event(
@@ -222,33 +279,137 @@ def execute(
                 oracle_rate=final_passes / final_runs if final_runs else None,
                 sampling_policy="fixed",
             )
+            fp = export_payload(best, options.output)
+            ledger.event(
+                "export", "payload exported", decision="info", files=fp.files, bytes=fp.bytes
+            )
+            holdout = not_requested()
+            if options.holdout is not None and not interrupted:
+                progress.update(phase="holdout")
+                holdout = _certify(options, oracle, best, fp, stop, ledger)
             progress.stop()
     finally:
         runner.close()
 
-    fp = export_payload(best, options.output)
-    ledger.event(
-        "export",
-        "payload exported",
-        decision="info",
-        duration_seconds=0.0,
-        files=fp.files,
-        bytes=fp.bytes,
+    execution = _execution(options, runner, oracle, selection, baseline, result.stop_reason)
+    execution.update(
+        final_runs=final_runs,
+        final_passes=final_passes,
+        final_validation_passed=final_ok,
+        resumed=options.resume,
+        wall_time_seconds=round(time.monotonic() - started, 6),
     )
-    budget_exhausted = result.stop_reason in ("max_runs", "max_time")
-    execution: dict[str, Any] = {
+    report = build_report(
+        ReportInputs(
+            command=options.command,
+            contract=oracle.contract,
+            baseline_exit_code=baseline.exit_code,
+            final_exit_code=final_exit,
+            source_files=source.file_count,
+            source_bytes=source.byte_count,
+            output=fp,
+            ledger=ledger,
+            execution=execution,
+            holdout=holdout,
+        )
+    )
+    side = sidecar_dir(options.output.absolute())
+    report_path = side / "report.json"
+    write_json_atomic(report_path, report)
+    write_text_atomic(side / "REPOMIN.md", render_markdown(report, options.output.name))
+    if interrupted:
+        return ReduceResult(report, report_path, 130)
+    if session is not None:
+        shutil.rmtree(session.root, ignore_errors=True)
+    ok = final_ok and holdout["status"] in ("not_requested", "certified")
+    return ReduceResult(report, report_path, 0 if ok else 1)
+
+
+def _log_baseline(
+    ledger: Ledger,
+    oracle: Oracle,
+    baseline: Baseline,
+    source: Tree,
+    options: ReduceOptions,
+    duration: float,
+    stored: dict[str, Any] | None,
+) -> None:
+    restored = " (restored from the session)" if stored is not None else ""
+    ledger.event(
+        "baseline",
+        f"baseline{restored}: {baseline.passes}/{baseline.runs} runs reproduced; policy "
+        f"{oracle.policy}, candidate threshold {oracle.theta:.4f}",
+        decision="passed",
+        duration_seconds=round(duration, 6),
+        files=source.file_count,
+        bytes=source.byte_count,
+        oracle_passes=baseline.passes,
+        oracle_runs=baseline.runs,
+        oracle_rate=baseline.rate,
+        lower_bound=baseline.lower,
+        upper_bound=baseline.upper,
+        bound_confidence=options.sampling.confidence,
+        sampling_policy="fixed",
+    )
+
+
+def _certify(
+    options: ReduceOptions,
+    oracle: Oracle,
+    best: Tree,
+    fp: Fingerprint,
+    stop: threading.Event,
+    ledger: Ledger,
+) -> dict[str, Any]:
+    """Holdout on the payload as read back from disk (byte-identical to the accepted tree)."""
+    assert options.holdout is not None
+    exported = select(options.output, SelectionOptions(ignored_names=(), use_gitignore=False)).tree
+    if exported.digest != best.digest:
+        raise ReproMinError("internal error: the exported payload differs from the accepted tree")
+    t0 = time.monotonic()
+    record = run_holdout(
+        tree=exported,
+        config=options.holdout,
+        sample=lambda tree, label: oracle.sample(tree, label, phase=None, budgeted=False),
+        contract=oracle.contract,
+        artifact=fp,
+        jobs=options.jobs,
+        stop=stop,
+    )
+    ledger.event(
+        "holdout",
+        f"holdout: {record['passes']}/{record['completed_runs']} of {record['planned_runs']} "
+        f"planned runs reproduced; status {record['status']}",
+        decision={"certified": "certified", "rejected": "failed"}.get(record["status"], "aborted"),
+        duration_seconds=round(time.monotonic() - t0, 6),
+        oracle_passes=record["passes"],
+        oracle_runs=record["completed_runs"],
+        oracle_rate=record["passes"] / record["completed_runs"]
+        if record["completed_runs"]
+        else None,
+        sampling_policy="fixed",
+    )
+    return record
+
+
+def _execution(
+    options: ReduceOptions,
+    runner: Runner,
+    oracle: Oracle,
+    selection: Selection,
+    baseline: Baseline,
+    stop_reason: str,
+) -> dict[str, Any]:
+    return {
         **runner.describe(),
         "jobs": options.jobs,
         "cache_enabled": options.use_cache,
-        "resumed": False,
+        "resumed": options.resume,
         "baseline_runs": baseline.runs,
         "baseline_passes": baseline.passes,
         "candidate_runs": oracle.candidate_runs,
         "candidate_passes": oracle.candidate_passes,
         "candidate_runs_cap": options.sampling.candidate_runs,
-        "final_runs": final_runs,
-        "final_passes": final_passes,
-        "final_validation_passed": final_ok,
         "confidence": options.sampling.confidence,
         "min_baseline_rate": options.sampling.min_baseline_rate,
         "min_candidate_rate": oracle.theta,
@@ -275,31 +436,13 @@ def execute(
         "semantic_model": None,
         "semantic_endpoint": None,
         "semantic_timeout": None,
-        "budget_exhausted": budget_exhausted,
+        "budget_exhausted": stop_reason in ("max_runs", "max_time"),
         "max_runs": options.budget.max_runs,
         "max_time_seconds": options.budget.max_seconds,
-        "stop_reason": result.stop_reason,
+        "stop_reason": stop_reason,
         "oracle_samples": oracle.samples,
-        "wall_time_seconds": round(time.monotonic() - started, 6),
+        "holdout_requested_runs": options.holdout.runs if options.holdout else None,
     }
-    report = build_report(
-        ReportInputs(
-            command=options.command,
-            contract=oracle.contract,
-            baseline_exit_code=baseline.exit_code,
-            final_exit_code=final_exit,
-            source_files=source.file_count,
-            source_bytes=source.byte_count,
-            output=fp,
-            ledger=ledger,
-            execution=execution,
-        )
-    )
-    side = sidecar_dir(options.output.absolute())
-    report_path = side / "report.json"
-    write_json_atomic(report_path, report)
-    write_text_atomic(side / "REPOMIN.md", render_markdown(report, options.output.name))
-    return ReduceResult(report, report_path, 0 if final_ok else 1)
 
 
 def parse_env(items: tuple[str, ...], environ: Mapping[str, str] = os.environ) -> dict[str, str]:

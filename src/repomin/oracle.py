@@ -188,6 +188,8 @@ class Oracle:
         self._started = time.monotonic()
         self._sample_no = 0
         self.on_sample: Callable[[Outcome, bool], None] | None = None
+        self.on_verdict: Callable[[str, Verdict], None] | None = None
+        self.inflight = 0
 
     # -- sampling ----------------------------------------------------------------------------
 
@@ -213,7 +215,13 @@ class Oracle:
             sample_id = f"{label}-{self._sample_no}"
         request = RunRequest(self.command, self.env, self.timeout, sample_id)
         for attempt in range(INFRA_RETRIES):
-            outcome = self.runner.run(tree, request)
+            with self._lock:
+                self.inflight += 1
+            try:
+                outcome = self.runner.run(tree, request)
+            finally:
+                with self._lock:
+                    self.inflight -= 1
             if outcome.infrastructure_error is None:
                 break
             if self.stop.is_set():
@@ -380,6 +388,39 @@ class Oracle:
     def _remember(self, tree: Tree, verdict: Verdict) -> None:
         if self.use_cache:
             self.cache[tree.digest] = verdict
+        if self.on_verdict is not None:
+            self.on_verdict(tree.digest, verdict)
+
+    def baseline_state(self, baseline: Baseline) -> dict[str, Any]:
+        """What a resumed session needs to decide exactly as this one does."""
+        return {
+            "passes": baseline.passes,
+            "runs": baseline.runs,
+            "lower": baseline.lower,
+            "upper": baseline.upper,
+            "exit_code": baseline.exit_code,
+            "timeouts": baseline.timeouts,
+            "signature": self.contract.signature,
+            "theta": self.theta,
+            "policy": self.policy,
+            "failure_budget": self.failure_budget,
+            "deterministic": self.deterministic,
+        }
+
+    def restore_baseline(self, state: dict[str, Any]) -> Baseline:
+        self.contract = FailureContract(self.contract.spec, state["signature"])
+        self.theta = state["theta"]
+        self.policy = state["policy"]
+        self.failure_budget = state["failure_budget"]
+        self.deterministic = state["deterministic"]
+        return Baseline(
+            state["passes"],
+            state["runs"],
+            state["lower"],
+            state["upper"],
+            state["exit_code"],
+            state["timeouts"],
+        )
 
     def check_incumbent(self, tree: Tree, phase: str) -> bool:
         """Single-run mode's consistency check: the incumbent must still reproduce. At the first

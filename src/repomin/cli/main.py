@@ -150,6 +150,17 @@ def cli() -> None:
 @click.option(
     "--passes", "passes", default=None, help="Comma-separated pass schedule (default: files,lines)."
 )
+@click.option("--holdout-runs", type=int, default=None,
+              help="Certify the exported payload with N fresh runs (exact binomial test).")
+@click.option("--holdout-confidence", type=float, default=0.95, show_default=True)
+@click.option("--holdout-min-rate", type=float, default=None,
+              help="Rate p0 to certify (default: the candidate threshold).")
+@click.option("--session", "session_dir", type=click.Path(path_type=Path), default=None,
+              help="Session directory (default: OUTPUT.repomin-session beside OUTPUT).")
+@click.option("--resume", is_flag=True, help="Continue an interrupted session.")
+@click.option("--no-session", is_flag=True, help="Do not keep a resumable session.")
+@click.option("--export-on-interrupt", is_flag=True,
+              help="On Ctrl-C/SIGTERM, export the best tree so far (no final runs).")
 @click.option("--force", is_flag=True, help="Replace an existing OUTPUT.")
 @click.option("--backend", type=click.Choice(["host", "docker"]), default="host", show_default=True)
 @click.option("--quiet", "-q", is_flag=True)
@@ -198,6 +209,20 @@ def reduce_cmd(**kw: Any) -> None:
         if kw["passes"]
         else DEFAULT_SCHEDULE
     )
+    holdout = None
+    if kw["holdout_runs"] is not None:
+        from repomin.holdout import HoldoutConfig
+
+        if kw["holdout_runs"] < 1:
+            raise UsageError("--holdout-runs must be at least 1")
+        if not 0 < kw["holdout_confidence"] < 1:
+            raise UsageError("--holdout-confidence must be in (0, 1), e.g. 0.95")
+        p0 = kw["holdout_min_rate"]
+        if p0 is None:
+            p0 = kw["min_candidate_rate"] or 0.5
+        if not 0 < p0 < 1:
+            raise UsageError("--holdout-min-rate must be in (0, 1)")
+        holdout = HoldoutConfig(kw["holdout_runs"], p0, round(1 - kw["holdout_confidence"], 12))
     options = ReduceOptions(
         src=kw["src"],
         output=kw["output"],
@@ -213,6 +238,11 @@ def reduce_cmd(**kw: Any) -> None:
         force=kw["force"],
         schedule=schedule,
         backend=kw["backend"],
+        holdout=holdout,
+        session_dir=kw["session_dir"],
+        resume=kw["resume"],
+        use_session=not kw["no_session"],
+        export_on_interrupt=kw["export_on_interrupt"],
     )
     progress = make_progress(quiet=kw["quiet"], verbose=kw["verbose"])
     result = execute(options, progress)
@@ -227,7 +257,29 @@ def reduce_cmd(**kw: Any) -> None:
         )
         click.echo(f"repomin: payload: {options.output}")
         click.echo(f"repomin: report:  {result.report_path}")
-        if result.exit_code != 0:
+        hold = rep["holdout_certification"]
+        if hold["status"] != "not_requested":
+            click.echo(
+                f"repomin: holdout {hold['status']}: {hold['passes']}/{hold['planned_runs']} runs "
+                f"reproduced (p0={hold['min_rate']}, lower bound "
+                f"{hold.get('lower_bound', float('nan')):.3f})"
+            )
+        elif ex["baseline_passes"] < ex["baseline_runs"]:
+            from repomin.stats import suggest_holdout_runs
+
+            rate = ex["baseline_passes"] / ex["baseline_runs"]
+            p0 = ex["min_candidate_rate"]
+            try:
+                n = suggest_holdout_runs(rate, p0, 0.05)
+                click.echo(
+                    f"repomin: to certify the payload at rate {p0:.3f}, rerun with "
+                    f"--holdout-runs {n} --holdout-min-rate {p0:.3f}"
+                )
+            except ValueError:
+                pass
+        if result.exit_code == 130:
+            click.echo("repomin: interrupted; the best tree so far was exported", err=True)
+        elif result.exit_code != 0 and not ex["final_validation_passed"]:
             click.echo(
                 f"repomin: warning: final validation reproduced only {ex['final_passes']}/"
                 f"{ex['final_runs']} runs; the payload may not reproduce reliably",

@@ -1,0 +1,155 @@
+"""Persistent sessions: resume an interrupted reduction without rerunning decided trees.
+
+A session directory (default ``OUTPUT.repomin-session`` beside OUTPUT, or ``--session DIR``)
+holds:
+
+* ``config.json`` -- the configuration fingerprint (source digest, command, failure spec,
+  environment digest, sampling configuration, backend, jobs, ``reduction_strategy``). Resuming
+  with anything different is refused.
+* ``baseline.json`` -- the baseline counts, the pinned signature, θ, policy and failure budget,
+  so that a resumed search uses the same decisions' parameters and does not rerun the baseline.
+* ``blobs/`` + ``trees/`` -- content-addressed file contents and tree manifests.
+* ``journal.jsonl`` -- accepted mutations in order (phase, description, tree digest).
+* ``ledger.jsonl`` -- every decided verdict keyed by tree digest (the persistent cache).
+
+Appends are line-buffered and flushed per record; a torn last line (SIGKILL) is ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from repomin.errors import SessionError
+from repomin.oracle import Verdict
+from repomin.report.io import write_json_atomic
+from repomin.tree import Entry, Tree
+
+SESSION_FORMAT = 1
+
+
+def default_session_dir(output: Path) -> Path:
+    return output.absolute().with_name(output.name + ".repomin-session")
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text("utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            break  # a torn final line from a killed process
+    return records
+
+
+class Session:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._lock = threading.Lock()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, root: Path, config: dict[str, Any]) -> Session:
+        if (root / "config.json").exists():
+            raise SessionError(
+                f"session directory {str(root)!r} already holds a session; pass --resume to "
+                "continue it, or remove it / choose another --session"
+            )
+        (root / "blobs").mkdir(parents=True, exist_ok=True)
+        (root / "trees").mkdir(exist_ok=True)
+        write_json_atomic(root / "config.json", {"format": SESSION_FORMAT, **config})
+        return cls(root)
+
+    @classmethod
+    def open(cls, root: Path, config: dict[str, Any]) -> Session:
+        path = root / "config.json"
+        if not path.exists():
+            raise SessionError(
+                f"--resume: no session in {str(root)!r}; start without --resume (or pass the "
+                "--session directory of the interrupted run)"
+            )
+        stored = json.loads(path.read_text("utf-8"))
+        stored.pop("format", None)
+        diff = sorted(k for k in set(stored) | set(config) if stored.get(k) != config.get(k))
+        if diff:
+            raise SessionError(
+                f"--resume: the configuration differs from the session's ({', '.join(diff)}); "
+                "rerun with the original options or start a new session"
+            )
+        return cls(root)
+
+    # -- trees -------------------------------------------------------------------------------
+
+    def save_tree(self, tree: Tree) -> str:
+        manifest = []
+        for path, entry in tree.entries.items():
+            blob = hashlib.sha256(entry.data).hexdigest()
+            target = self.root / "blobs" / blob
+            if not target.exists():
+                tmp = target.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+                tmp.write_bytes(entry.data)
+                os.replace(tmp, target)
+            manifest.append([path, entry.kind, entry.mode, entry.text, blob])
+        write_json_atomic(self.root / "trees" / f"{tree.digest}.json", manifest)
+        return tree.digest
+
+    def load_tree(self, digest: str) -> Tree:
+        manifest = json.loads((self.root / "trees" / f"{digest}.json").read_text("utf-8"))
+        entries = {
+            path: Entry(kind, (self.root / "blobs" / blob).read_bytes(), mode, text)
+            for path, kind, mode, text, blob in manifest
+        }
+        tree = Tree.of(entries)
+        if tree.digest != digest:
+            raise SessionError(f"session tree {digest[:12]} is corrupt; start a new session")
+        return tree
+
+    # -- records -----------------------------------------------------------------------------
+
+    def _append(self, name: str, record: dict[str, Any]) -> None:
+        line = json.dumps(record, separators=(",", ":")) + "\n"
+        with self._lock, open(self.root / name, "a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+
+    def save_baseline(self, data: dict[str, Any]) -> None:
+        write_json_atomic(self.root / "baseline.json", data)
+
+    def load_baseline(self) -> dict[str, Any] | None:
+        path = self.root / "baseline.json"
+        return json.loads(path.read_text("utf-8")) if path.exists() else None
+
+    def record_verdict(self, digest: str, verdict: Verdict) -> None:
+        self._append("ledger.jsonl", {"tree": digest, **asdict(verdict)})
+
+    def verdicts(self) -> dict[str, Verdict]:
+        out = {}
+        for rec in _read_jsonl(self.root / "ledger.jsonl"):
+            digest = rec.pop("tree")
+            out[digest] = Verdict(**rec)
+        return out
+
+    def record_mutation(self, phase: str, description: str, tree: Tree) -> None:
+        self.save_tree(tree)
+        self._append(
+            "journal.jsonl", {"phase": phase, "description": description, "tree": tree.digest}
+        )
+
+    def journal(self) -> list[dict[str, Any]]:
+        return _read_jsonl(self.root / "journal.jsonl")
+
+    def latest_tree(self, initial: Tree) -> Tree:
+        for rec in reversed(self.journal()):
+            try:
+                return self.load_tree(rec["tree"])
+            except (OSError, ValueError):
+                continue
+        return initial
