@@ -1,0 +1,279 @@
+"""Replay: rerun a report's recorded command on fresh copies of its payload, as a new observation.
+
+The plan (:func:`plan_replay`) is read from a validated report only: the command, the recorded
+backend and Docker image ID, the environment *names* (values come from the current
+environment), the timeout, and the failure contract with its *pinned* signature -- replay never
+learns a signature anew, so a different failure never counts. The payload is read once into an
+in-memory tree whose content fingerprint must equal the one that was validated (so the bytes
+that run are the bytes that were checked); every run gets its own fresh copy from the runner.
+The original report is never written. The result (:class:`ReplayObservation`) is a count of
+reproductions with exact one-sided bounds: evidence about this environment today, not a
+certificate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from repomin import stats
+from repomin.errors import InfrastructureError, ReportError, UsageError
+from repomin.failure.contract import SIGNATURE_FLAGS, FailureContract, FailureSpec
+from repomin.fingerprint import CONTENT_POLICY
+from repomin.parallel import map_samples
+from repomin.report.build import environment_digest
+from repomin.runners.base import Outcome, Runner, RunRequest
+from repomin.selection import SelectionOptions, select
+from repomin.tree import Tree
+
+log = logging.getLogger(__name__)
+
+#: Infrastructure errors (never a verdict) are retried this many times per run.
+INFRA_RETRIES = 3
+#: The recorded ``execution`` fields a Docker replay reuses (network policy, limits, strategy).
+DOCKER_SETTINGS = frozenset(
+    {
+        "docker_network",
+        "docker_memory",
+        "docker_cpus",
+        "docker_pids_limit",
+        "docker_user",
+        "docker_strategy",
+    }
+)
+#: Fallback confidence for the observation's bounds when the report records none.
+DEFAULT_CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayPlan:
+    """Everything a replay runs with, all read from the report (plus explicit overrides)."""
+
+    command: str
+    contract: FailureContract
+    environment_names: tuple[str, ...]
+    environment_sha256: str | None
+    timeout: float
+    runs: int
+    jobs: int
+    backend: str
+    docker_image_id: str | None
+    confidence: float
+    docker_settings: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def oracle_mode(self) -> str:
+        return self.contract.spec.oracle_mode
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayObservation:
+    """``passes`` of ``runs`` reproduced the pinned failure (timeouts never do)."""
+
+    runs: int
+    passes: int
+    timeouts: int
+    resource_exhausted: int
+    confidence: float
+
+    @property
+    def reproduced(self) -> bool:
+        return self.passes > 0
+
+    @property
+    def rate(self) -> float:
+        return self.passes / self.runs if self.runs else 0.0
+
+    @property
+    def lower_bound(self) -> float:
+        return stats.lower_bound(self.passes, self.runs, self.confidence)
+
+    @property
+    def upper_bound(self) -> float:
+        return stats.upper_bound(self.passes, self.runs, self.confidence)
+
+
+def plan_replay(
+    report: Mapping[str, Any],
+    *,
+    runs: int | None = None,
+    timeout: float | None = None,
+    jobs: int | None = None,
+) -> ReplayPlan:
+    """The plan for a *validated* report. Defaults: the report's final-run count (at least 1),
+    its recorded timeout and concurrency (flake rates depend on load)."""
+    execution: Mapping[str, Any] = report["execution"]
+    if runs is not None and runs < 1:
+        raise UsageError(f"--runs {runs} must be at least 1")
+    if timeout is not None and timeout <= 0:
+        raise UsageError(f"--timeout {timeout} must be positive (seconds)")
+    if jobs is not None and jobs < 1:
+        raise UsageError(f"--jobs {jobs} must be at least 1")
+    planned_runs = runs if runs is not None else max(1, int(execution.get("final_runs", 1)))
+    recorded_jobs = int(execution.get("jobs", 1))
+    image = execution.get("docker_image_id")
+    return ReplayPlan(
+        command=report["command"],
+        contract=pinned_contract(report),
+        environment_names=tuple(execution["environment_names"]),
+        environment_sha256=execution.get("environment_sha256"),
+        timeout=timeout if timeout is not None else float(execution["timeout_seconds"]),
+        runs=planned_runs,
+        jobs=max(1, min(jobs if jobs is not None else recorded_jobs, planned_runs)),
+        backend=execution["backend"],
+        docker_image_id=image if isinstance(image, str) else None,
+        confidence=float(execution.get("confidence", DEFAULT_CONFIDENCE)),
+        docker_settings=tuple(
+            (key, value) for key, value in execution.items() if key in DOCKER_SETTINGS
+        ),
+    )
+
+
+def pinned_contract(report: Mapping[str, Any]) -> FailureContract:
+    """The recorded failure contract with its recorded signature pinned (never relearnt)."""
+    raw = report.get("failure_spec")
+    if isinstance(raw, Mapping):
+        spec = FailureSpec.from_json(dict(raw))
+    else:  # legacy: the match and at most one recorded signature are all there is
+        flags = [flag for flag in SIGNATURE_FLAGS if f"{flag}_signature" in report]
+        if report.get("failure_match") is None and not flags:
+            raise ReportError(
+                "the report records no failure contract (no failure_spec, failure_match or "
+                "signature); there is nothing to replay against"
+            )
+        spec = FailureSpec(
+            match=report.get("failure_match"),
+            java_exception="java_exception" in flags,
+            python_exception="python_exception" in flags,
+            process_failure="process_failure" in flags,
+        )
+    contract = FailureContract(spec)
+    mode = contract.mode  # UsageError when this build lacks the signature mode
+    if mode is None:
+        return contract
+    signature = report.get(mode.report_field)
+    if not isinstance(signature, dict):
+        raise ReportError(f"the report selects {mode.flag} but records no {mode.report_field}")
+    return FailureContract(spec, dict(signature))
+
+
+def replay_environment(plan: ReplayPlan, environ: Mapping[str, str]) -> dict[str, str]:
+    """The recorded names with their *current* values; names missing here are an error."""
+    missing = [name for name in plan.environment_names if name not in environ]
+    if missing:
+        raise UsageError(
+            f"the report needs environment variable(s) {', '.join(missing)}, which are not set; "
+            "export them (with the values the failure needs) and rerun"
+        )
+    return {name: environ[name] for name in plan.environment_names}
+
+
+def environment_matches(plan: ReplayPlan, env: Mapping[str, str]) -> bool | None:
+    """Whether the current values hash to the recorded digest (None when none is recorded)."""
+    if plan.environment_sha256 is None:
+        return None
+    return environment_digest(env) == plan.environment_sha256
+
+
+def read_payload(payload: Path) -> Tree:
+    """The payload as an in-memory tree: every entry, no ignore rules, no ``.gitignore``."""
+    options = SelectionOptions(
+        ignored_names=(), ignored_paths=(), use_gitignore=False, keep_paths=()
+    )
+    return select(payload, options).tree
+
+
+def tree_content_sha256(tree: Tree) -> str:
+    """``tree-content-sha256-v1`` of an in-memory tree, equal to :func:`fingerprint` on disk."""
+    records: list[tuple[bytes, bytes]] = []
+    for path in sorted(tree.directories() | set(tree.entries)):
+        entry = tree.entries.get(path)
+        if entry is None or entry.kind == "dir":
+            kind, digest = "dir", ""
+        elif entry.kind == "symlink":
+            kind, digest = "symlink", os.fsdecode(entry.data)
+        else:
+            kind, digest = "file", hashlib.sha256(entry.data).hexdigest()
+        line = (json.dumps([path, kind, digest]) + "\n").encode()
+        records.append((os.fsencode(path), line))
+    h = hashlib.sha256(CONTENT_POLICY.encode() + b"\n")
+    for _key, line in sorted(records):
+        h.update(line)
+    return h.hexdigest()
+
+
+def make_runner(plan: ReplayPlan) -> Runner:
+    """The recorded backend: the host runner, or the Docker runner on the recorded image ID
+    with the recorded network policy and limits (nothing is pulled or substituted)."""
+    if plan.backend == "host":
+        from repomin.runners.host import HostRunner
+
+        return HostRunner()
+    if plan.backend != "docker":
+        raise ReportError(f"unknown backend {plan.backend!r}; cannot replay")
+    if plan.docker_image_id is None:
+        raise ReportError("the docker report records no docker_image_id; cannot replay it")
+    try:
+        from repomin.runners.docker import DockerRunner
+    except ImportError:
+        raise UsageError(
+            "this ReproMin build has no Docker backend; replay the docker report with a build "
+            "that has one"
+        ) from None
+    settings = dict(plan.docker_settings)
+    runner = DockerRunner(
+        image=plan.docker_image_id,
+        network=str(settings.get("docker_network", "none")),
+        memory=settings.get("docker_memory"),
+        cpus=settings.get("docker_cpus"),
+        pids_limit=settings.get("docker_pids_limit"),
+        user=settings.get("docker_user"),
+        fresh_container=settings.get("docker_strategy") == "container-per-sample",
+        pull=False,
+        jobs=plan.jobs,
+        session_label=f"replay-{secrets.token_hex(6)}",
+    )
+    if runner.image_id != plan.docker_image_id:
+        runner.close()
+        raise ReportError(
+            f"the engine resolved {plan.docker_image_id} to {runner.image_id}; refusing to "
+            "replay on a different image"
+        )
+    return runner
+
+
+def run_replay(
+    plan: ReplayPlan, tree: Tree, runner: Runner, env: Mapping[str, str]
+) -> ReplayObservation:
+    """``plan.runs`` runs of the command, each on a fresh copy of ``tree`` made by ``runner``."""
+
+    def one(i: int) -> Outcome:
+        request = RunRequest(plan.command, dict(env), plan.timeout, f"replay-{i + 1}")
+        for attempt in range(1, INFRA_RETRIES + 1):
+            outcome = runner.run(tree, request)
+            if outcome.infrastructure_error is None:
+                return outcome
+            log.warning("replay run %d: backend error (%s)", i + 1, outcome.infrastructure_error)
+            if attempt == INFRA_RETRIES:
+                raise InfrastructureError(
+                    f"the {plan.backend} backend failed {INFRA_RETRIES} times in a row "
+                    f"({outcome.infrastructure_error}); nothing was concluded"
+                )
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    outcomes = map_samples(one, plan.runs, plan.jobs)
+    passes = sum(1 for o in outcomes if plan.contract.reproduces(o))
+    return ReplayObservation(
+        runs=plan.runs,
+        passes=passes,
+        timeouts=sum(1 for o in outcomes if o.timed_out),
+        resource_exhausted=sum(1 for o in outcomes if o.resource_exhausted),
+        confidence=plan.confidence,
+    )

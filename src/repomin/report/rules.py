@@ -1,0 +1,350 @@
+"""The report's cross-field rules that are not statistics: contract, execution, accounting.
+
+Also the shared vocabulary of the validator: :class:`Problem` (one broken rule, printed as
+``rule: message``), :data:`RULES` (every rule id with a one-line description; ARCHITECTURE.md
+documents them) and small helpers. Every function here is pure and assumes a report that already
+matches the shipped JSON Schema, so that it can rely on the types.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from repomin import stats
+from repomin.failure.contract import SIGNATURE_FLAGS
+
+#: Problem lines are cut to this many characters (values from the report are echoed in them).
+MAX_LINE = 300
+#: Tolerances for recomputed floats (rates, bounds, p-values, spent alpha).
+REL_TOL = 1e-9
+ABS_TOL = 1e-12
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_DOCKER_IMAGE_ID = re.compile(r"sha256:[0-9a-f]{64}\Z")
+
+RULES: dict[str, str] = {
+    "json.unreadable": "the report file can be read, is at most 64 MiB and is UTF-8",
+    "json.malformed": "the report is well-formed JSON",
+    "json.duplicate_key": "no object repeats a key (two parsers could read different values)",
+    "json.non_finite": "no NaN or infinite number anywhere",
+    "report.not_object": "the report is a JSON object",
+    "schema_version": "schema_version is present, an integer and supported by this ReproMin",
+    "schema": "the report matches the shipped JSON Schema (types, required fields, closed sets)",
+    "failure_spec.signature_modes": "at most one signature mode is selected",
+    "failure_spec.process_exit_code": "process-failure mode configures no exit code",
+    "failure_spec.match": "failure_spec.match equals the top-level failure_match",
+    "failure_spec.criterion": "the contract has a match, an exit code or a signature mode",
+    "failure_spec.regex": "the match is a valid regular expression (replay compiles it)",
+    "signature.presence": "exactly the signature selected by failure_spec is present",
+    "signature.kind": "a signature object's kind agrees with its field",
+    "execution.passes": "baseline/candidate/final passes do not exceed their runs",
+    "execution.cache_hits": "execution.cache_hits equals the top-level cache_hits",
+    "execution.budget_exhausted": "budget_exhausted is true exactly when stop_reason is a budget",
+    "execution.final_validation": "final_validation_passed is recomputed from the final counts",
+    "execution.environment_names": "environment names are unique valid variable names",
+    "execution.docker": "a docker report records the immutable image ID (sha256:...)",
+    "accounting.phase_names": "each phase appears once in phase_statistics.phases",
+    "accounting.attempts": (
+        "complete coverage: attempts = no_op + rejected + accepted + superseded + aborted"
+    ),
+    "accounting.sample_uses": "complete coverage: oracle_sample_uses = oracle_samples + cache_hits",
+    "accounting.totals": "complete coverage: attempts, accepted_mutations, cache_hits = phase sums",
+    "holdout.schema_version": "holdout_certification.schema_version is supported",
+    "holdout.not_requested": "a not_requested holdout records no runs or statistics",
+    "holdout.runs": "passes <= completed_runs <= planned_runs",
+    "holdout.indexes": "sample indexes are 1..completed_runs, contiguous and in order",
+    "holdout.sample_outcome": "each sample's outcome agrees with its flags",
+    "holdout.aggregates": "aggregate counters equal the sample counts and do not exceed runs",
+    "holdout.ordinary_failures": "ordinary_failures equals the number of failed samples",
+    "holdout.terminal_group": "the terminal statistics are all present or all absent",
+    "holdout.certified": "certified: every planned run completed (and, v1, terminal group)",
+    "holdout.observed_rate": "observed_rate = passes / planned_runs",
+    "holdout.confidence": "confidence is in (0, 1) and equals 1 - alpha",
+    "holdout.recomputed": "p_value, bounds and k_crit equal an exact recomputation",
+    "holdout.exact_gate": "exact_gate_passed equals the recomputed exact test",
+    "holdout.status": "the status agrees with the exact gate and the veto counters",
+    "holdout.artifact": "the holdout artifact fingerprints equal the output fingerprints",
+    "events.index": "event indexes are 1..N, contiguous and in order",
+    "events.oracle_counts": "oracle_passes <= oracle_runs, both present together",
+    "events.oracle_rate": "oracle_rate = oracle_passes / oracle_runs",
+    "events.bounds": "lower_bound <= oracle_rate <= upper_bound, recomputed exactly",
+    "events.family": "candidate family index/confidence/alpha: all or none, alpha as spent",
+    "payload.missing": "--payload names an existing directory",
+    "payload.sidecar": "the report does not live inside the payload",
+    "payload.unsafe": "no absolute/escaping links, devices, FIFOs, sockets or unreadable names",
+    "payload.unreadable": "every payload entry can be read",
+    "payload.counts": "the payload's file and byte counts equal the report's output",
+    "payload.fingerprint": "the payload matches the complete or the content fingerprint",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One broken rule. ``str(problem)`` is the line the CLI prints: ``rule: message``."""
+
+    rule: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.rule}: {clean(self.message)}"
+
+
+def check_failure_spec(report: dict[str, Any]) -> list[Problem]:
+    problems: list[Problem] = []
+    present = [flag for flag in SIGNATURE_FLAGS if f"{flag}_signature" in report]
+    spec = report.get("failure_spec")
+    if spec is None:
+        if len(present) > 1:
+            problems.append(
+                Problem(
+                    "signature.presence",
+                    f"legacy report without failure_spec records {len(present)} signatures "
+                    f"({', '.join(present)}); at most one is allowed",
+                )
+            )
+    else:
+        modes = [flag for flag in SIGNATURE_FLAGS if spec[flag]]
+        if len(modes) > 1:
+            problems.append(
+                Problem(
+                    "failure_spec.signature_modes",
+                    f"failure_spec selects {len(modes)} signature modes ({', '.join(modes)}); "
+                    "at most one is allowed",
+                )
+            )
+        if spec["process_failure"] and spec["exit_code"] is not None:
+            problems.append(
+                Problem(
+                    "failure_spec.process_exit_code",
+                    f"failure_spec combines process_failure with exit_code {spec['exit_code']}",
+                )
+            )
+        if spec["match"] != report["failure_match"]:
+            problems.append(
+                Problem(
+                    "failure_spec.match",
+                    f"failure_spec.match {spec['match']!r} differs from failure_match "
+                    f"{report['failure_match']!r}",
+                )
+            )
+        if spec["match"] is None and spec["exit_code"] is None and not modes:
+            problems.append(
+                Problem(
+                    "failure_spec.criterion",
+                    "failure_spec has no match, no exit_code and no signature mode",
+                )
+            )
+        if len(modes) <= 1 and set(present) != set(modes):
+            selected = modes[0] if modes else None
+            for flag in present:
+                if flag != selected:
+                    problems.append(
+                        Problem(
+                            "signature.presence",
+                            f"{flag}_signature is present but failure_spec does not select {flag}",
+                        )
+                    )
+            if selected is not None and selected not in present:
+                problems.append(
+                    Problem(
+                        "signature.presence",
+                        f"failure_spec selects {selected} but {selected}_signature is missing",
+                    )
+                )
+    match = report["failure_match"]
+    if match is not None:
+        try:
+            re.compile(match)
+        except re.error as exc:
+            problems.append(
+                Problem("failure_spec.regex", f"failure_match is not a valid regex: {exc}")
+            )
+    for flag in ("python_exception", "java_exception"):
+        sig = report.get(f"{flag}_signature")
+        if sig is not None and sig["kind"] != flag:
+            problems.append(Problem("signature.kind", f"{flag}_signature has kind {sig['kind']!r}"))
+    return problems
+
+
+def check_execution(report: dict[str, Any]) -> list[Problem]:
+    ex = report["execution"]
+    problems: list[Problem] = []
+    for stage in ("baseline", "candidate", "final"):
+        runs, passes = ex[f"{stage}_runs"], ex[f"{stage}_passes"]
+        if passes > runs:
+            problems.append(
+                Problem(
+                    "execution.passes",
+                    f"execution.{stage}_passes {passes} exceeds {stage}_runs {runs}",
+                )
+            )
+    if ex["cache_hits"] != report["cache_hits"]:
+        problems.append(
+            Problem(
+                "execution.cache_hits",
+                f"execution.cache_hits {ex['cache_hits']} differs from cache_hits "
+                f"{report['cache_hits']}",
+            )
+        )
+    reason = ex.get("stop_reason")
+    if reason is not None and ex["budget_exhausted"] != (reason in ("max_runs", "max_time")):
+        problems.append(
+            Problem(
+                "execution.budget_exhausted",
+                f"budget_exhausted is {js(ex['budget_exhausted'])} but stop_reason is {reason!r}",
+            )
+        )
+    recorded = ex.get("final_validation_passed")
+    if recorded is not None and ex["final_passes"] <= ex["final_runs"]:
+        runs, passes = ex["final_runs"], ex["final_passes"]
+        expected = runs == 0 or stats.binom_pvalue(passes, runs, ex["min_candidate_rate"]) <= (
+            1.0 - ex["confidence"]
+        )
+        if recorded != expected:
+            problems.append(
+                Problem(
+                    "execution.final_validation",
+                    f"final_validation_passed is {js(recorded)} but {passes}/{runs} final runs "
+                    f"against min_candidate_rate {ex['min_candidate_rate']} at confidence "
+                    f"{ex['confidence']} give {js(expected)}",
+                )
+            )
+    names = ex["environment_names"]
+    bad = [n for n in names if not _ENV_NAME.match(n)]
+    if bad:
+        problems.append(
+            Problem(
+                "execution.environment_names",
+                f"{len(bad)} environment name(s) are not valid variable names",
+            )
+        )
+    if len(set(names)) != len(names):
+        problems.append(
+            Problem("execution.environment_names", "environment_names contains duplicates")
+        )
+    if ex["backend"] == "docker":
+        image = ex.get("docker_image_id")
+        if not isinstance(image, str) or not _DOCKER_IMAGE_ID.match(image):
+            problems.append(
+                Problem(
+                    "execution.docker",
+                    "backend is docker but execution.docker_image_id is not an immutable "
+                    "image ID (sha256:<64 hex>)",
+                )
+            )
+    return problems
+
+
+def check_accounting(report: dict[str, Any]) -> list[Problem]:
+    stats_ = report["phase_statistics"]
+    phases: list[dict[str, Any]] = stats_["phases"]
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for phase in phases:
+        if phase["name"] in seen:
+            problems.append(
+                Problem("accounting.phase_names", f"phase {phase['name']!r} appears twice")
+            )
+        seen.add(phase["name"])
+    if stats_["coverage"] != "complete":
+        return problems  # partial history is never reconstructed from the aggregates
+    for phase in phases:
+        name = phase["name"]
+        parts = sum(phase[k] for k in ("no_op", "rejected", "accepted", "superseded", "aborted"))
+        if phase["attempts"] != parts:
+            problems.append(
+                Problem(
+                    "accounting.attempts",
+                    f"phase {name!r}: attempts {phase['attempts']} != no_op + rejected + "
+                    f"accepted + superseded + aborted = {parts}",
+                )
+            )
+        uses = phase["oracle_samples"] + phase["cache_hits"]
+        if phase["oracle_sample_uses"] != uses:
+            problems.append(
+                Problem(
+                    "accounting.sample_uses",
+                    f"phase {name!r}: oracle_sample_uses {phase['oracle_sample_uses']} != "
+                    f"oracle_samples + cache_hits = {uses}",
+                )
+            )
+    for total, counter in (
+        ("attempts", "attempts"),
+        ("accepted_mutations", "accepted"),
+        ("cache_hits", "cache_hits"),
+    ):
+        summed = sum(phase[counter] for phase in phases)
+        if report[total] != summed:
+            problems.append(
+                Problem(
+                    "accounting.totals",
+                    f"{total} {report[total]} != sum of phase {counter} = {summed}",
+                )
+            )
+    return problems
+
+
+def is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=ABS_TOL)
+
+
+def js(value: Any) -> str:
+    return json.dumps(value)
+
+
+def json_type(value: Any) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    if value is None:
+        return "null"
+    return "number"
+
+
+def first_break(indexes: list[Any]) -> int:
+    for position, index in enumerate(indexes, start=1):
+        if index != position:
+            return position
+    return len(indexes) + 1
+
+
+def non_finite(value: Any, where: str = "(top level)") -> Iterator[str]:
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            yield where
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from non_finite(item, key if where == "(top level)" else f"{where}/{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from non_finite(item, str(i) if where == "(top level)" else f"{where}/{i}")
+
+
+def _show(text: str) -> str:
+    """A path or name as a safe, quoted, single line."""
+    return repr(text)[:120]
+
+
+def clean(text: str) -> str:
+    """One printable line of at most :data:`MAX_LINE` characters (report values are untrusted)."""
+    cleaned = "".join(
+        ch
+        if ch.isprintable() and unicodedata.category(ch) not in ("Cf", "Cs")
+        else f"\\x{ord(ch):02x}"
+        if ord(ch) < 0x100
+        else f"\\u{ord(ch):04x}"
+        for ch in text
+    )
+    return cleaned if len(cleaned) <= MAX_LINE else cleaned[: MAX_LINE - 3] + "..."
