@@ -174,7 +174,7 @@ def execute(
                 use_cache=options.use_cache,
                 stop=stop,
             )
-            oracle.on_sample = lambda outcome, ok: progress.update(
+            oracle.on_sample = lambda outcome: progress.update(
                 runs=oracle.samples + 1, inflight=oracle.inflight
             )
             progress.start()

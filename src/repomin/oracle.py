@@ -187,7 +187,7 @@ class Oracle:
         self._lock = threading.Lock()
         self._started = time.monotonic()
         self._sample_no = 0
-        self.on_sample: Callable[[Outcome, bool], None] | None = None
+        self.on_sample: Callable[[Outcome], None] | None = None
         self.on_verdict: Callable[[str, Verdict], None] | None = None
         self.inflight = 0
 
@@ -239,7 +239,7 @@ class Oracle:
         if phase is not None:
             self.ledger.add_samples(phase)
         if self.on_sample is not None:
-            self.on_sample(outcome, self.contract.reproduces(outcome))
+            self.on_sample(outcome)
         return outcome
 
     # -- baseline ----------------------------------------------------------------------------
