@@ -196,6 +196,7 @@ def test_an_import_error_never_matches_a_key_error(
     assert MODE.matches(sig("KeyError"), sig("KeyError"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("options", "innermost"),
     [
@@ -226,6 +227,7 @@ def test_pytest_report_formats(
     assert MODE.matches(pinned, sig) == (len(innermost) >= FRAMES_COMPARED)
 
 
+@pytest.mark.slow
 def test_pytest_collection_error(tmp_path: Path) -> None:
     work = copy_tree(tmp_path)
     (work / "tests").mkdir()
@@ -237,6 +239,7 @@ def test_pytest_collection_error(tmp_path: Path) -> None:
     assert frames(sig)[-1] == ("tests/test_lookup.py", "<module>")
 
 
+@pytest.mark.slow
 def test_pytest_captured_output_does_not_hide_the_failure(tmp_path: Path) -> None:
     (tmp_path / "test_logged.py").write_text(
         "import logging\n\n\n"
@@ -252,6 +255,20 @@ def test_pytest_captured_output_does_not_hide_the_failure(tmp_path: Path) -> Non
     assert sig["exception_class"] == "AssertionError"
     assert sig["message"] == "assert 2 == 3"
     assert frames(sig) == [("test_logged.py", "test_logged")]
+
+
+def test_unittest_report(tmp_path: Path, pinned: dict[str, Any]) -> None:
+    work = copy_tree(tmp_path)
+    (work / "test_lookup.py").write_text(
+        GENERATED_TEST.replace("def test_lookup():\n    helper()", "")
+        + "\nimport unittest\n\n\nclass LookupTest(unittest.TestCase):\n"
+        "    def test_lookup(self):\n        helper()\n"
+    )
+    outcome = python(work, "-m", "unittest", "test_lookup")
+    assert "Ran 1 test" in outcome.output and outcome.exit_code == 1
+    sig = extract(outcome)
+    assert frames(sig)[-4:] == [("test_lookup.py", "helper"), *INNERMOST]
+    assert MODE.matches(pinned, sig)
 
 
 @pytest.mark.parametrize("importer", [False, True], ids=["script", "imported"])
