@@ -1,0 +1,131 @@
+"""Indentation blocks for any indented language: a line together with its more-indented body.
+
+A *block* is a non-blank line followed by every line indented deeper than it (blank lines
+inside or right after it included). Only blocks with a body are units here -- single lines are
+the ``lines`` pass's business. Per text file, largest first, the top-level blocks are reduced
+with ddmin, then the children of each surviving block, bottom-up (the block starting last is
+processed first, so edits never move a block still waiting in the queue). Python and JSON
+candidates pass the syntax guard first. Fits YAML, Python, Makefiles, nested configs, outlines.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from repomin.passes.base import Problem, ddmin_delete
+from repomin.passes.textedit import (
+    Guard,
+    describe_spans,
+    is_blank,
+    line_starts,
+    propose,
+    splice,
+    syntax_guard,
+    text_files,
+)
+from repomin.tree import Tree
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Lines ``[first, end)`` (0-based): a header line and its deeper-indented body."""
+
+    first: int
+    end: int
+
+    @property
+    def has_body(self) -> bool:
+        return self.end - self.first > 1
+
+
+def width(line: bytes) -> int:
+    """Indentation width, tabs expanded to 8 columns."""
+    prefix = line[: len(line) - len(line.lstrip(b" \t"))]
+    return len(prefix.expandtabs(8))
+
+
+def blocks_in(lines: Sequence[bytes], lo: int, hi: int) -> list[Block]:
+    """The sibling blocks covering lines ``[lo, hi)`` (leading blank lines belong to none)."""
+    out: list[Block] = []
+    i = lo
+    while i < hi:
+        if is_blank(lines[i]):
+            i += 1
+            continue
+        depth = width(lines[i])
+        j = i + 1
+        while j < hi and (is_blank(lines[j]) or width(lines[j]) > depth):
+            j += 1
+        out.append(Block(i, j))
+        i = j
+    return out
+
+
+def block_at(lines: Sequence[bytes], first: int) -> Block | None:
+    """The block whose header is line ``first`` (recomputed on the current text)."""
+    if first >= len(lines) or is_blank(lines[first]):
+        return None
+    return blocks_in(lines, first, len(lines))[0]
+
+
+class DeleteBlocks:
+    """The ``blocks`` pass (see the module docstring)."""
+
+    name: ClassVar[str] = "blocks"
+
+    def run(self, problem: Problem) -> None:
+        for path in text_files(problem):
+            if path in problem.current:
+                self._reduce_file(problem, path)
+
+    def _reduce_file(self, problem: Problem, path: str) -> None:
+        guard = syntax_guard(path, problem.current[path].data)
+        # Containers by header line (-1: the whole file), visited bottom-up from a max-heap.
+        pending: list[tuple[int, int]] = [(1, -1)]
+        while pending:
+            _, header = heapq.heappop(pending)
+            entry = problem.current.entries.get(path)
+            if entry is None:
+                return
+            lines = entry.data.splitlines(keepends=True)
+            span = _container(lines, header)
+            if span is None:
+                continue
+            units = [b for b in blocks_in(lines, *span) if b.has_body]
+            if units:
+                self._ddmin(problem, path, entry.data, units, guard)
+                lines = problem.current[path].data.splitlines(keepends=True)
+                span = _container(lines, header)
+                if span is None:
+                    continue
+            for child in blocks_in(lines, *span):
+                if child.has_body:
+                    heapq.heappush(pending, (-child.first, child.first))
+
+    def _ddmin(
+        self, problem: Problem, path: str, data: bytes, units: list[Block], guard: Guard
+    ) -> None:
+        starts = line_starts(data)
+
+        def build(remaining: Sequence[Block]) -> Tree:
+            keep = set(remaining)
+            edits = [(starts[u.first], starts[u.end], b"") for u in units if u not in keep]
+            return propose(problem, path, splice(data, edits), guard)
+
+        def describe(chunk: Sequence[Block]) -> str:
+            return describe_spans("delete blocks", path, [u.first + 1 for u in chunk])
+
+        ddmin_delete(problem, self.name, units, build, describe)
+
+
+def _container(lines: Sequence[bytes], header: int) -> tuple[int, int] | None:
+    """Lines ``[lo, hi)`` of the whole file (``header == -1``) or of one block's body."""
+    if header < 0:
+        return 0, len(lines)
+    block = block_at(lines, header)
+    if block is None or not block.has_body:
+        return None
+    return block.first + 1, block.end

@@ -1,0 +1,191 @@
+"""Normalisation: comments and blank lines out, one candidate per file, in batches.
+
+Only edits that do not change what a program does in the usual case, and only in languages
+whose comments are known exactly:
+
+* Python (via ``tokenize``): comments and blank lines, except a shebang, a coding cookie, and
+  lines inside multi-line strings; the result must compile.
+* C-like languages (the :mod:`~repomin.passes.brackets` lexer): ``//`` and ``/* */`` comments
+  and blank lines outside strings.
+* ``#``-comment languages (shell, YAML, TOML, INI, Makefile, Dockerfile, ...): whole-line
+  comments (not a first-line shebang or Dockerfile parser directive) and blank lines.
+* JSON: blank lines.
+
+Other files are left alone. Each proposal still goes through the oracle: the files are
+normalised with ddmin, so one candidate normalises every file at once and only a rejection
+splits the batch.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from collections.abc import Sequence
+from typing import ClassVar
+
+from repomin.passes.base import Problem, ddmin_delete
+from repomin.passes.brackets import CLIKE_SUFFIXES, lex
+from repomin.passes.textedit import (
+    JSON_SUFFIXES,
+    compiles,
+    is_blank,
+    is_python,
+    parses_as_json,
+    text_files,
+)
+from repomin.tree import Tree
+
+HASH_SUFFIXES = (
+    ".sh", ".bash", ".zsh", ".ksh", ".yaml", ".yml", ".toml", ".cfg", ".conf", ".ini", ".r",
+    ".rb", ".pl", ".pm", ".mk", ".cmake", ".tcl", ".properties", ".gitignore", ".dockerignore",
+)  # fmt: skip
+HASH_NAMES = (
+    "Makefile", "GNUmakefile", "makefile", "Dockerfile", "Containerfile", "CMakeLists.txt",
+    "Gemfile", "Rakefile", "requirements.txt", ".gitignore", ".dockerignore", ".gitattributes",
+)  # fmt: skip
+
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+")
+
+
+def normalised(path: str, data: bytes) -> bytes | None:
+    """``data`` without comments and blank lines, or None (unknown language, no change, or the
+    result would not parse)."""
+    name = path.rpartition("/")[2]
+    if is_python(path, data):
+        new = _python(data)
+        ok = new is not None and compiles(new, path)
+    elif path.endswith(CLIKE_SUFFIXES):
+        new = _clike(data, path)
+        ok = new is not None
+    elif path.endswith(HASH_SUFFIXES) or name in HASH_NAMES or name.startswith("Dockerfile"):
+        new = _hash(data, dockerfile=name.startswith(("Dockerfile", "Containerfile")))
+        ok = True
+    elif path.endswith(JSON_SUFFIXES):
+        new = _drop_blank(data.splitlines(keepends=True), set())
+        ok = parses_as_json(new) or not parses_as_json(data)
+    else:
+        return None
+    if not ok or new is None or new == data:
+        return None
+    return new
+
+
+def _drop_blank(lines: Sequence[bytes], protected: set[int]) -> bytes:
+    return b"".join(line for n, line in enumerate(lines, 1) if n in protected or not is_blank(line))
+
+
+def _python(data: bytes) -> bytes | None:
+    try:
+        toks = list(tokenize.tokenize(io.BytesIO(data).readline))
+    except (tokenize.TokenError, SyntaxError, UnicodeDecodeError, LookupError):
+        return None
+    encoding = toks[0].string if toks and toks[0].type == tokenize.ENCODING else "utf-8"
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError):
+        return None
+    if text.encode(encoding) != data:
+        return None
+    lines = text.splitlines(keepends=True)
+    protected: set[int] = set()
+    cuts: dict[int, int] = {}  # line -> column where a comment starts
+    for tok in toks:
+        if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+            protected.update(range(tok.start[0] + 1, tok.end[0] + 1))
+        elif tok.type == tokenize.COMMENT:
+            row, col = tok.start
+            shebang = row == 1 and tok.string.startswith("#!")
+            if shebang or (row <= 2 and _is_coding(tok.string)):
+                protected.add(row)
+                continue
+            cuts[row] = col
+    out: list[str] = []
+    for n, line in enumerate(lines, 1):
+        if n in cuts:
+            ending = line[len(line.rstrip("\r\n")) :]
+            line = line[: cuts[n]].rstrip() + ending
+        if n in protected or line.strip():
+            out.append(line)
+    return "".join(out).encode(encoding)
+
+
+def _is_coding(comment: str) -> bool:
+    return _CODING.match(comment.encode("utf-8", "replace")) is not None
+
+
+def _clike(data: bytes, path: str) -> bytes | None:
+    lexed = lex(data, path)
+    if lexed is None:
+        return None
+    pieces: list[bytes] = []
+    pos = 0
+    for start, end in lexed.comments:
+        pieces.append(data[pos:start])
+        before = data[start - 1 : start]
+        after = data[end : end + 1]
+        mid_line = before not in (b"", b" ", b"\t", b"\n") and after not in (b"", b" ", b"\n")
+        pieces.append(b" " if mid_line else b"")
+        pos = end
+    pieces.append(data[pos:])
+    text = b"".join(pieces)
+    # Lines inside multi-line strings (template literals, raw strings) keep their blank lines.
+    protected: set[int] = set()
+    relexed = lex(text, path)
+    if relexed is None:
+        return None
+    for start, end in relexed.opaque.items():
+        first = text.count(b"\n", 0, start) + 1
+        last = first + text.count(b"\n", start, end)
+        protected.update(range(first + 1, last + 1))
+    lines = text.splitlines(keepends=True)
+    stripped = [
+        line if n in protected else line[: len(line.rstrip())] + line[len(line.rstrip(b"\r\n")) :]
+        for n, line in enumerate(lines, 1)
+    ]
+    return _drop_blank(stripped, protected)
+
+
+def _hash(data: bytes, *, dockerfile: bool) -> bytes:
+    lines = data.splitlines(keepends=True)
+    out: list[bytes] = []
+    for n, line in enumerate(lines, 1):
+        body = line.lstrip()
+        if body.startswith(b"#"):
+            keep = n == 1 and (body.startswith(b"#!") or (dockerfile and b"=" in body))
+            if not keep:
+                continue
+        if is_blank(line):
+            continue
+        out.append(line)
+    return b"".join(out)
+
+
+class Normalise:
+    """The ``normalise`` pass (see the module docstring)."""
+
+    name: ClassVar[str] = "normalise"
+
+    def run(self, problem: Problem) -> None:
+        targets: dict[str, bytes] = {}
+        for path in text_files(problem):
+            new = normalised(path, problem.current[path].data)
+            if new is not None:
+                targets[path] = new
+        if not targets:
+            return
+        units = list(targets)
+
+        def build(remaining: Sequence[str]) -> Tree:
+            keep = set(remaining)
+            tree = problem.current
+            for path in units:
+                if path not in keep and path in tree:
+                    tree = tree.replace(path, targets[path])
+            return tree
+
+        def describe(chunk: Sequence[str]) -> str:
+            head = ", ".join(chunk[:3]) + (f" and {len(chunk) - 3} more" if len(chunk) > 3 else "")
+            return f"drop comments and blank lines in {head}"
+
+        ddmin_delete(problem, self.name, units, build, describe)

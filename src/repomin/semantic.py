@@ -1,0 +1,233 @@
+"""The opt-in semantic reducer's client: an OpenAI-compatible chat-completions endpoint.
+
+Standard library only (``urllib.request``). Two questions are asked: "which of these files can
+be dropped?" (a JSON list of paths) and "give a smaller version of this file" (one fenced code
+block). Answers are proposals, never trusted: every one goes through the oracle. Timeouts, HTTP
+errors, refused connections and garbage answers are logged and skipped, never fatal.
+
+What leaves the machine: the command, the failure specification (regex, exit code or mode),
+the tree's paths and sizes, and the text of the files asked about -- never command output or
+environment values. The API key is read from ``$REPOMIN_SEMANTIC_API_KEY`` at start-up, sent
+only as an ``Authorization: Bearer`` header, and never logged or written to the report; the
+recorded endpoint has no query string, and URLs with credentials in them are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from repomin.errors import UsageError
+
+log = logging.getLogger(__name__)
+
+#: ``execution.semantic_reducer``: the protocol and prompt family used.
+REDUCER_ID = "openai-chat-completions-v1"
+API_KEY_ENV = "REPOMIN_SEMANTIC_API_KEY"
+MAX_RESPONSE_BYTES = 8 << 20
+
+_FENCE = re.compile(r"```[^\n`]*\n(.*?)\n?```", re.DOTALL)
+
+SYSTEM_PROMPT = (
+    "You help minimise a software repository while a failing command keeps failing the same "
+    "way. Propose only deletions and simplifications; never fix the failure. Answer with the "
+    "requested content only."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticConfig:
+    """``--semantic-endpoint URL --semantic-model NAME --semantic-timeout S``."""
+
+    endpoint: str
+    model: str
+    timeout: float = 60.0
+    max_file_bytes: int = 32 * 1024
+    max_listing: int = 2000
+
+    def __post_init__(self) -> None:
+        parts = urllib.parse.urlsplit(self.endpoint)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UsageError(
+                f"--semantic-endpoint {self.endpoint!r} must be an http(s) URL, e.g. "
+                "http://localhost:11434/v1"
+            )
+        if parts.username is not None or parts.password is not None:
+            raise UsageError(
+                "--semantic-endpoint must not contain credentials; put the API key in "
+                f"${API_KEY_ENV} instead"
+            )
+        if not self.model.strip():
+            raise UsageError("--semantic-model must name a model, e.g. --semantic-model qwen2.5")
+        if not self.timeout > 0:
+            raise UsageError(f"--semantic-timeout {self.timeout} must be positive (seconds)")
+
+    @property
+    def url(self) -> str:
+        """The chat-completions URL: the endpoint itself if it already ends with it."""
+        parts = urllib.parse.urlsplit(self.endpoint)
+        path = parts.path.rstrip("/")
+        if not path.endswith("/chat/completions"):
+            path += "/chat/completions"
+        return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+    @property
+    def recorded_endpoint(self) -> str:
+        """What the report records: scheme, host, port and path (no query, no fragment)."""
+        parts = urllib.parse.urlsplit(self.endpoint)
+        return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+
+    def provenance(self) -> dict[str, Any]:
+        return {
+            "semantic_reducer": REDUCER_ID,
+            "semantic_model": self.model,
+            "semantic_endpoint": self.recorded_endpoint,
+            "semantic_timeout": self.timeout,
+        }
+
+
+def no_provenance() -> dict[str, Any]:
+    return {
+        "semantic_reducer": None,
+        "semantic_model": None,
+        "semantic_endpoint": None,
+        "semantic_timeout": None,
+    }
+
+
+Transport = Callable[[urllib.request.Request, float], bytes]
+
+
+def _urlopen(request: urllib.request.Request, timeout: float) -> bytes:
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        body: bytes = response.read(MAX_RESPONSE_BYTES + 1)
+    if len(body) > MAX_RESPONSE_BYTES:
+        raise ValueError(f"response larger than {MAX_RESPONSE_BYTES} bytes")
+    return body
+
+
+class SemanticClient:
+    """Asks the endpoint; every failure is logged and becomes ``None``."""
+
+    def __init__(
+        self,
+        config: SemanticConfig,
+        *,
+        environ: Mapping[str, str] = os.environ,
+        transport: Transport = _urlopen,
+    ) -> None:
+        self.config = config
+        self._api_key = environ.get(API_KEY_ENV) or None
+        self._transport = transport
+        self.requests = 0
+        self.failures = 0
+
+    def complete(self, prompt: str) -> str | None:
+        """One chat completion; the assistant's text, or None after logging why."""
+        payload = {
+            "model": self.config.model,
+            "messages": [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": prompt},
+            ],
+            "temperature": 0,
+            "stream": False,
+        }
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        request = urllib.request.Request(
+            self.config.url, data=json.dumps(payload).encode(), headers=headers, method="POST"
+        )
+        self.requests += 1
+        try:
+            body = self._transport(request, self.config.timeout)
+        except urllib.error.HTTPError as exc:
+            self._fail(f"HTTP {exc.code} {exc.reason}")
+            return None
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            if isinstance(exc, TimeoutError) or isinstance(reason, TimeoutError):
+                self._fail(f"no answer within {self.config.timeout} s")
+            else:
+                self._fail(f"{type(exc).__name__}: {reason}")
+            return None
+        try:
+            answer = json.loads(body)
+            content = answer["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            content = None
+        if not isinstance(content, str):
+            self._fail("the answer is not a chat completion with text content")
+            return None
+        return content
+
+    def _fail(self, reason: str) -> None:
+        self.failures += 1
+        log.warning("semantic: %s at %s; skipped", reason, self.config.recorded_endpoint)
+
+    def smaller_file(self, path: str, content: bytes, context: str) -> bytes | None:
+        """A strictly smaller version of ``path`` proposed by the model, or None."""
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        prompt = (
+            f"{context}\n\nHere is the file `{path}`. Return a smaller version of it that keeps "
+            "the failure: delete code, definitions and data the failure does not need. Reply "
+            "with the complete new file in one fenced code block and nothing else.\n\n"
+            f"```\n{text}\n```"
+        )
+        reply = self.complete(prompt)
+        if reply is None:
+            return None
+        fenced = _FENCE.search(reply)
+        proposal = fenced.group(1) if fenced else reply.strip()
+        if text.endswith("\n") and proposal and not proposal.endswith("\n"):
+            proposal += "\n"
+        data = proposal.encode("utf-8")
+        if len(data) >= len(content):
+            log.info("semantic: the proposal for %s is not smaller; skipped", path)
+            return None
+        return data
+
+    def files_to_drop(self, listing: Sequence[tuple[str, int]], context: str) -> list[str] | None:
+        """Paths the model thinks the failure does not need (only paths from ``listing``)."""
+        shown = listing[: self.config.max_listing]
+        lines = "\n".join(f"{path}\t{size}" for path, size in shown)
+        prompt = (
+            f"{context}\n\nThese are the repository's files (path, tab, size in bytes). Which "
+            "of them can be deleted without changing the failure? Reply with a JSON array of "
+            "paths and nothing else.\n\n" + lines
+        )
+        reply = self.complete(prompt)
+        if reply is None:
+            return None
+        fenced = _FENCE.search(reply)
+        text = fenced.group(1) if fenced else reply
+        start, end = text.find("["), text.rfind("]")
+        try:
+            items = json.loads(text[start : end + 1]) if 0 <= start < end else None
+        except ValueError:
+            items = None
+        if not isinstance(items, list) or not all(isinstance(p, str) for p in items):
+            self._fail("the answer is not a JSON array of paths")
+            return None
+        known = {path for path, _ in shown}
+        return [p for p in dict.fromkeys(items) if p in known]
+
+
+def failure_context(command: str, description: str) -> str:
+    """The prompt's first paragraph: what fails and how the failure is recognised."""
+    return (
+        f"In the repository root, the shell command `{command}` fails; the failure is "
+        f"recognised by {description}."
+    )

@@ -1,0 +1,317 @@
+"""Trace-guided first cut: which files of the tree does one run of the command touch?
+
+After the baseline, one extra sample runs the command wrapped in a small POSIX shell script:
+
+* **strace** (when ``strace`` is on the sample's ``PATH`` and ptrace is permitted):
+  ``strace -f -qq -y -s 4096 -e trace=%file,fchdir`` logs every path-taking system call of the
+  command and its children. ``-y`` annotates descriptors with their paths, so relative paths
+  resolve against the directory descriptor or the process's working directory, and opened
+  descriptors show the real file behind a symlink.
+* **atime** (otherwise, when the sample's filesystem records access times): every file's
+  access time is set to 1970 before the run, and the files read during it are those with a
+  recent one afterwards (``find -atime -1``). A probe file checks first that reads do update
+  access times (not on ``noatime`` mounts). Coarser than strace: a file only ``stat``-ed or
+  listed is not seen.
+
+Where the log goes: with the host backend it is written to a private directory on the host,
+outside the sample directory (which the runner deletes), so its size is unbounded. With any
+other backend (Docker) it is written to ``$TMPDIR`` inside the sample and printed to stderr
+after the command, between random markers; the runner keeps 1 MiB of head and tail, and a log
+cut by that truncation is discarded, never half-used. In a container without ``strace`` the
+atime method is used when the container filesystem supports it; otherwise the trace is
+``unavailable`` and the reason is recorded in the events.
+
+The traced sample is not an oracle sample and is no evidence for anything: it only yields a
+*proposal* (delete every file never touched) that the oracle then accepts or rejects like any
+other candidate. A wrong trace costs one rejected candidate.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import secrets
+import shlex
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from repomin.runners.base import Outcome, Runner, RunRequest
+from repomin.tree import Tree
+
+log = logging.getLogger(__name__)
+
+#: Values of ``execution.trace`` in the report.
+TRACE_METHODS = ("strace", "atime", "unavailable", "disabled")
+
+#: The traced run may take this many times the configured timeout (ptrace slows syscalls).
+TIMEOUT_FACTOR = 3.0
+
+_TRUNCATION = b"[... repomin: output truncated ...]"
+
+
+@dataclass(frozen=True, slots=True)
+class TraceResult:
+    """What the traced run saw: tree-relative paths it touched, or why there is no answer."""
+
+    method: str
+    opened: frozenset[str] | None
+    reason: str
+    duration: float = 0.0
+    exit_code: int | None = None
+    reproduced: bool | None = None
+
+    @property
+    def usable(self) -> bool:
+        return self.opened is not None
+
+
+def disabled(reason: str = "disabled with --no-trace") -> TraceResult:
+    return TraceResult("disabled", None, reason)
+
+
+def wrapper_script(command: str, sink: str | None, token: str, methods: Sequence[str]) -> str:
+    """The POSIX shell script that runs ``command`` traced. ``sink`` is an absolute host
+    directory for the log, or None to print it to stderr between markers."""
+    directory = shlex.quote(sink) if sink else '"${TMPDIR:-/tmp}/.repomin-trace-' + token + '"'
+    quoted = shlex.quote(command)
+    strace = (
+        "command -v strace >/dev/null 2>&1 && strace -qq -o /dev/null true >/dev/null 2>&1"
+        if "strace" in methods
+        else "false"
+    )
+    atime = "true" if "atime" in methods else "false"
+    script = f"""
+__rm_d={directory}
+mkdir -p "$__rm_d" || exit 125
+pwd > "$__rm_d/root"; pwd -P >> "$__rm_d/root"
+if {strace}; then
+  echo strace > "$__rm_d/method"
+  strace -f -qq -y -s 4096 -e trace=%file,fchdir -e signal=none -o "$__rm_d/log" \\
+    /bin/sh -c {quoted}
+  __rm_rc=$?
+else
+  __rm_p=.repomin-atime-probe-{token}
+  __rm_ok=
+  if {atime} && : > "$__rm_p" 2>/dev/null && touch -a -t 197001010000 "$__rm_p" 2>/dev/null \\
+      && cat "$__rm_p" >/dev/null && [ -n "$(find "$__rm_p" -atime -1 2>/dev/null)" ]; then
+    __rm_ok=1
+  fi
+  rm -f "$__rm_p"
+  if [ -n "$__rm_ok" ]; then
+    echo atime > "$__rm_d/method"
+    find . -type f -exec touch -a -t 197001010000 {{}} + 2>/dev/null
+    /bin/sh -c {quoted}
+    __rm_rc=$?
+    find . -type f -atime -1 > "$__rm_d/log" 2>/dev/null
+  else
+    echo none > "$__rm_d/method"
+    /bin/sh -c {quoted}
+    __rm_rc=$?
+  fi
+fi
+"""
+    if sink is None:
+        script += f"""{{
+  printf '\\n@@repomin-trace-begin-{token}@@\\n'
+  cat "$__rm_d/method" "$__rm_d/root"
+  echo @@repomin-trace-log-{token}@@
+  cat "$__rm_d/log" 2>/dev/null
+  printf '\\n@@repomin-trace-end-{token}@@\\n'
+}} >&2
+rm -rf "$__rm_d"
+"""
+    return script + 'exit "$__rm_rc"\n'
+
+
+def trace_opened_files(
+    runner: Runner,
+    tree: Tree,
+    command: str,
+    env: Mapping[str, str],
+    timeout: float,
+    *,
+    methods: Sequence[str] = ("strace", "atime"),
+    in_band: bool | None = None,
+    reproduces: Callable[[Outcome], bool] | None = None,
+) -> TraceResult:
+    """Run ``command`` once on ``tree`` under a tracer; never raises for a tracing problem.
+
+    ``in_band`` forces the stderr transport (default: only for non-host backends).
+    ``reproduces`` (the failure contract) is only used to say in the event whether the traced
+    run failed the same way.
+    """
+    token = secrets.token_hex(8)
+    band = runner.backend != "host" if in_band is None else in_band
+    sink = None if band else tempfile.mkdtemp(prefix="repomin-trace-")
+    request = RunRequest(
+        wrapper_script(command, sink, token, methods), env, timeout * TIMEOUT_FACTOR, "trace"
+    )
+    started = time.monotonic()
+    try:
+        try:
+            outcome = runner.run(tree, request)
+        except Exception as exc:  # a tracing problem is never fatal
+            log.warning("trace: the traced run failed: %s", exc)
+            return TraceResult("unavailable", None, f"the traced run failed: {exc}")
+        duration = time.monotonic() - started
+        if sink is None:
+            files, stderr = _in_band(outcome.stderr, token)
+        else:
+            files, stderr = _read_sink(Path(sink)), outcome.stderr
+    finally:
+        if sink is not None:
+            shutil.rmtree(sink, ignore_errors=True)
+    clean = Outcome(
+        exit_code=outcome.exit_code,
+        stdout=outcome.stdout,
+        stderr=stderr,
+        duration=outcome.duration,
+        timed_out=outcome.timed_out,
+        resource_exhausted=outcome.resource_exhausted,
+        signal=outcome.signal,
+        workdir=outcome.workdir,
+        infrastructure_error=outcome.infrastructure_error,
+    )
+    reproduced = reproduces(clean) if reproduces is not None else None
+
+    def result(method: str, opened: frozenset[str] | None, reason: str) -> TraceResult:
+        return TraceResult(method, opened, reason, duration, outcome.exit_code, reproduced)
+
+    if outcome.infrastructure_error is not None:
+        return result("unavailable", None, f"backend error: {outcome.infrastructure_error}")
+    if outcome.timed_out:
+        return result("unavailable", None, "the traced run timed out")
+    if files is None:
+        return result("unavailable", None, "the trace log was lost or truncated")
+    method = files.get("method", b"").strip().decode("ascii", "replace")
+    roots = [r for r in files.get("root", b"").decode("utf-8", "surrogateescape").splitlines()]
+    roots += [outcome.workdir] if outcome.workdir else []
+    roots = [os.path.normpath(r) for r in roots if r.startswith("/")]
+    if method == "none" or method not in ("strace", "atime"):
+        why = "neither strace nor access times are available in the sample's environment"
+        return result("unavailable", None, why)
+    if not roots:
+        return result("unavailable", None, "the sample's working directory is unknown")
+    body = files.get("log", b"")
+    if method == "strace":
+        opened = strace_paths(body.splitlines(), roots)
+    else:
+        opened = atime_paths(body.splitlines())
+    reason = (
+        f"{method}: the command touched {len(_in_tree(opened, tree))} of {tree.file_count} files"
+    )
+    return result(method, frozenset(opened), reason)
+
+
+def _read_sink(sink: Path) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    for name in ("method", "root", "log"):
+        try:
+            out[name] = (sink / name).read_bytes()
+        except OSError:
+            continue
+    return out
+
+
+def _in_band(stderr: bytes, token: str) -> tuple[dict[str, bytes] | None, bytes]:
+    """Cut the trace section out of stderr: (files, stderr without it)."""
+    begin = f"\n@@repomin-trace-begin-{token}@@\n".encode()
+    middle = f"@@repomin-trace-log-{token}@@\n".encode()
+    end = f"\n@@repomin-trace-end-{token}@@\n".encode()
+    b = stderr.rfind(begin)
+    if b < 0:
+        return None, stderr
+    e = stderr.find(end, b)
+    section = stderr[b + len(begin) : e if e >= 0 else len(stderr)]
+    if e < 0 or _TRUNCATION in section or middle not in section:
+        return None, stderr[:b]
+    head, _, body = section.partition(middle)
+    method, _, root = head.partition(b"\n")
+    return {"method": method, "root": root, "log": body}, stderr[:b]
+
+
+_ARG = re.compile(rb'(?:(?:AT_FDCWD|-?\d+)<((?:[^>\\]|\\.)*)>, )?"((?:[^"\\]|\\.)*)"')
+_FD = re.compile(rb"(?:AT_FDCWD|-?\d+)<((?:[^>\\]|\\.)*)>")
+_ESCAPE = re.compile(rb"\\(x[0-9a-fA-F]{2}|[0-7]{1,3}|.)")
+_SIMPLE = {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"v": b"\v", b"f": b"\f"}
+
+
+def _unescape(text: bytes) -> bytes:
+    def one(m: re.Match[bytes]) -> bytes:
+        code = m.group(1)
+        if code[:1] == b"x":
+            return bytes([int(code[1:], 16)])
+        if code[:1].isdigit():
+            return bytes([int(code, 8) & 0xFF])
+        return _SIMPLE.get(code, code)
+
+    return _ESCAPE.sub(one, text)
+
+
+def strace_paths(lines: Iterable[bytes], roots: Sequence[str]) -> set[str]:
+    """Tree-relative paths named in an ``strace -f -y`` log of ``%file`` calls.
+
+    Every quoted string is taken as a path (argv strings included: a superset is harmless); a
+    relative one resolves against its directory descriptor, else against *every* working
+    directory seen in the log (processes can ``chdir``; over-approximating keeps more files,
+    never fewer). Descriptor annotations (``3</abs/file>``) count too: they show the real file
+    behind a symlink.
+    """
+    raw: list[tuple[bytes | None, bytes]] = []
+    absolute: set[bytes] = set()
+    cwds: set[bytes] = {os.fsencode(r) for r in roots}
+    for line in lines:
+        for m in _FD.finditer(line):
+            path = _unescape(m.group(1))
+            absolute.add(path)
+            if m.group(0).startswith(b"AT_FDCWD"):
+                cwds.add(path)
+        for m in _ARG.finditer(line):
+            base = _unescape(m.group(1)) if m.group(1) is not None else None
+            raw.append((base, _unescape(m.group(2))))
+            if b"chdir(" in line[:40] and m.group(2) and base is None:
+                target = _unescape(m.group(2))
+                if target.startswith(b"/"):
+                    cwds.add(target)
+    for base, path in raw:
+        if path.startswith(b"/"):
+            absolute.add(path)
+        elif base is not None:
+            absolute.add(base + b"/" + path)
+        else:
+            absolute.update(cwd + b"/" + path for cwd in cwds)
+    out: set[str] = set()
+    for path in absolute:
+        rel = _relative(os.fsdecode(path), roots)
+        if rel is not None:
+            out.add(rel)
+    return out
+
+
+def atime_paths(lines: Iterable[bytes]) -> set[str]:
+    """Tree-relative paths from ``find . -type f -atime -1`` output."""
+    out: set[str] = set()
+    for line in lines:
+        name = os.fsdecode(line.rstrip(b"\r"))
+        if name.startswith("./"):
+            out.add(os.path.normpath(name[2:]))
+    return out
+
+
+def _relative(path: str, roots: Sequence[str]) -> str | None:
+    norm = os.path.normpath(path)
+    for root in roots:
+        if norm == root:
+            return ""
+        if norm.startswith(root.rstrip("/") + "/"):
+            return norm[len(root.rstrip("/")) + 1 :]
+    return None
+
+
+def _in_tree(paths: Iterable[str], tree: Tree) -> set[str]:
+    return {p for p in paths if p in tree}

@@ -1,0 +1,134 @@
+"""In-process harnesses for pass tests: a predicate oracle, no subprocess.
+
+``PredicateProblem`` is the minimal ``Problem``: ``try_first`` walks the candidates in order and
+adopts the first one that is smaller (as the real driver requires) and satisfies the predicate.
+``reduce_with_reduction`` runs a pass through the real :class:`~repomin.reducer.Reduction` and
+:class:`~repomin.oracle.Oracle` with a fake runner, so ``jobs=2`` exercises speculative
+evaluation too.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from repomin.accounting import Ledger
+from repomin.failure.contract import FailureContract, FailureSpec
+from repomin.oracle import Oracle, SamplingConfig
+from repomin.passes.base import Pass
+from repomin.reducer import Reduction, run_passes
+from repomin.runners.base import Outcome, RunRequest
+from repomin.tree import Entry, Tree
+
+Predicate = Callable[[Tree], bool]
+
+
+def text_tree(files: Mapping[str, str | bytes]) -> Tree:
+    return Tree.of(
+        {
+            path: Entry("file", data.encode() if isinstance(data, str) else data, 0o644, True)
+            for path, data in files.items()
+        }
+    )
+
+
+def smaller(tree: Tree, than: Tree) -> bool:
+    return tree.digest != than.digest and (
+        tree.byte_count < than.byte_count or len(tree) < len(than)
+    )
+
+
+class PredicateProblem:
+    """A ``Problem`` whose oracle is a Python predicate (counts every call)."""
+
+    def __init__(
+        self,
+        tree: Tree,
+        predicate: Predicate,
+        protected: Callable[[str], bool] = lambda _: False,
+    ) -> None:
+        self._current = tree
+        self.predicate = predicate
+        self._protected = protected
+        self.calls = 0
+        self.accepted: list[tuple[str, str]] = []
+        self.proposed = 0
+
+    @property
+    def current(self) -> Tree:
+        return self._current
+
+    def protected(self, path: str) -> bool:
+        return self._protected(path)
+
+    def try_first(self, phase: str, candidates: Iterable[tuple[Tree, str]]) -> int | None:
+        for pos, (tree, description) in enumerate(candidates):
+            self.proposed += 1
+            if not smaller(tree, self._current):
+                continue
+            self.calls += 1
+            if self.predicate(tree):
+                self._current = tree
+                self.accepted.append((phase, description))
+                return pos
+        return None
+
+
+def reduce_in_process(
+    pass_: Pass, tree: Tree, predicate: Predicate, *, rounds: int = 20
+) -> PredicateProblem:
+    """Run one pass to its own fixpoint under a predicate oracle."""
+    problem = PredicateProblem(tree, predicate)
+    for _ in range(rounds):
+        before = problem.current.digest
+        pass_.run(problem)
+        if problem.current.digest == before:
+            break
+    return problem
+
+
+class PredicateRunner:
+    """A fake runner: exit 1 with ``BUG`` when the predicate holds, exit 0 otherwise."""
+
+    backend = "host"
+
+    def __init__(self, predicate: Predicate) -> None:
+        self.predicate = predicate
+        self.runs = 0
+        self._lock = threading.Lock()
+
+    def run(self, tree: Tree, request: RunRequest) -> Outcome:
+        with self._lock:
+            self.runs += 1
+        if self.predicate(tree):
+            return Outcome(exit_code=1, stdout=b"BUG\n")
+        return Outcome(exit_code=0, stdout=b"ok\n")
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "host"}
+
+    def close(self) -> None:
+        pass
+
+
+def reduce_with_reduction(
+    passes: dict[str, Pass], tree: Tree, predicate: Predicate, *, jobs: int = 1
+) -> tuple[Tree, Ledger]:
+    """Run ``passes`` through the real driver, oracle and ledger with a predicate runner."""
+    ledger = Ledger()
+    oracle = Oracle(
+        runner=PredicateRunner(predicate),
+        contract=FailureContract(FailureSpec(match="BUG")),
+        command="fake",
+        env={},
+        timeout=10.0,
+        config=SamplingConfig(baseline_runs=2, final_runs=0, incumbent_check_every=0),
+        ledger=ledger,
+    )
+    oracle.run_baseline(tree)
+    reduction = Reduction(
+        initial=tree, oracle=oracle, ledger=ledger, jobs=jobs, protected=lambda _: False
+    )
+    result = run_passes(reduction, tuple(passes), passes=passes)
+    return result.tree, ledger
