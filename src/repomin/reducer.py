@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from repomin.accounting import Ledger
 from repomin.oracle import Cancelled, Oracle, StopSearch, Verdict
 from repomin.parallel import first_accepted
-from repomin.passes import REGISTRY, Pass
+from repomin.passes import REGISTRY, STALL_ONLY, Pass
 from repomin.tree import Tree
 
 
@@ -164,34 +164,46 @@ def run_passes(
     max_rounds: int = 50,
     passes: dict[str, Pass] | None = None,
 ) -> ReductionResult:
-    """Run passes to a fixpoint, most productive (bytes removed per sample) first."""
+    """Run passes to a fixpoint, most productive (bytes removed per sample) first.
+
+    Passes in :data:`~repomin.passes.STALL_ONLY` run only in a round where the others made no
+    progress; if they then make progress, the normal passes get another round.
+    """
     instances: dict[str, Pass] = passes or {name: REGISTRY[name]() for name in schedule}
-    order = list(schedule)
+    order = [n for n in schedule if n not in STALL_ONLY]
+    last_resort = [n for n in schedule if n in STALL_ONLY]
     rounds = 0
     try:
         while rounds < max_rounds:
             rounds += 1
-            progress = False
-            yield_: dict[str, float] = {}
-            for name in order:
-                before = reduction.current
-                samples_before = reduction.oracle.samples
-                started = time.monotonic()
-                instances[name].run(reduction)
-                counters = reduction.ledger.phase(name)
-                counters.duration_seconds += time.monotonic() - started
-                gained = before.byte_count - reduction.current.byte_count
-                spent = max(1, reduction.oracle.samples - samples_before)
-                yield_[name] = gained / spent
-                progress = progress or reduction.current.digest != before.digest
+            yield_ = {name: _run_pass(reduction, name, instances[name]) for name in order}
+            progress = any(v is not None for v in yield_.values())
+            if not progress:
+                progress = any(
+                    _run_pass(reduction, name, instances[name]) is not None for name in last_resort
+                )
             if not progress:
                 return ReductionResult(reduction.current, "fixpoint", rounds)
             # Structural passes keep their relative order; ties keep the schedule order.
-            order.sort(key=lambda n: (-yield_.get(n, 0.0), schedule.index(n)))
+            order.sort(key=lambda n: (-(yield_.get(n) or 0.0), schedule.index(n)))
             order = _files_first(order)
     except StopSearch as stop:
         return ReductionResult(reduction.current, stop.reason, rounds)
     return ReductionResult(reduction.current, "max_rounds", rounds)
+
+
+def _run_pass(reduction: Reduction, name: str, instance: Pass) -> float | None:
+    """Run one pass; its yield (bytes removed per sample), or None if the tree did not change."""
+    before = reduction.current
+    samples_before = reduction.oracle.samples
+    started = time.monotonic()
+    instance.run(reduction)
+    counters = reduction.ledger.phase(name)
+    counters.duration_seconds += time.monotonic() - started
+    if reduction.current.digest == before.digest:
+        return None
+    gained = before.byte_count - reduction.current.byte_count
+    return gained / max(1, reduction.oracle.samples - samples_before)
 
 
 def _files_first(order: list[str]) -> list[str]:

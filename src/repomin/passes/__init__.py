@@ -8,15 +8,43 @@ fixpoint and the order. Register a pass in :data:`REGISTRY` to make it schedulab
 from __future__ import annotations
 
 from repomin.passes.base import Pass, Problem
+from repomin.passes.blocks import DeleteBlocks
+from repomin.passes.brackets import DeleteBrackets
 from repomin.passes.files import DeleteFiles
 from repomin.passes.lines import DeleteLines
+from repomin.passes.normalise import Normalise
+from repomin.passes.python_ast import PythonReduce
+from repomin.passes.semantic import SemanticReduce
+from repomin.passes.tokens import DeleteTokens
+from repomin.passes.trace import TraceCut
 
 REGISTRY: dict[str, type[Pass]] = {
+    TraceCut.name: TraceCut,
     DeleteFiles.name: DeleteFiles,
+    Normalise.name: Normalise,
+    PythonReduce.name: PythonReduce,
+    DeleteBlocks.name: DeleteBlocks,
+    DeleteBrackets.name: DeleteBrackets,
     DeleteLines.name: DeleteLines,
+    DeleteTokens.name: DeleteTokens,
+    SemanticReduce.name: SemanticReduce,
 }
 
-#: The default schedule: cheap, high-yield passes first.
-DEFAULT_SCHEDULE: tuple[str, ...] = ("files", "lines")
+#: The default schedule: the one-shot trace cut, then cheap, high-yield passes first; structure
+#: before lines (a valid structural deletion replaces many line candidates). ``semantic`` is
+#: added after ``files`` only with ``--semantic-endpoint``.
+DEFAULT_SCHEDULE: tuple[str, ...] = (
+    "trace",
+    "files",
+    "normalise",
+    "python",
+    "blocks",
+    "brackets",
+    "lines",
+    "tokens",
+)
 
-__all__ = ["DEFAULT_SCHEDULE", "REGISTRY", "Pass", "Problem"]
+#: Expensive passes the driver runs only in a round where every other pass made no progress.
+STALL_ONLY: frozenset[str] = frozenset({"tokens"})
+
+__all__ = ["DEFAULT_SCHEDULE", "REGISTRY", "STALL_ONLY", "Pass", "Problem"]

@@ -4,8 +4,9 @@ A *block* is a non-blank line followed by every line indented deeper than it (bl
 inside or right after it included). Only blocks with a body are units here -- single lines are
 the ``lines`` pass's business. Per text file, largest first, the top-level blocks are reduced
 with ddmin, then the children of each surviving block, bottom-up (the block starting last is
-processed first, so edits never move a block still waiting in the queue). Python and JSON
-candidates pass the syntax guard first. Fits YAML, Python, Makefiles, nested configs, outlines.
+processed first, so edits never move a block still waiting in the queue). JSON candidates pass
+the syntax guard first. Python files that compile are left to the ``python`` pass (which deletes
+the same blocks, validly); fits YAML, Makefiles, nested configs, outlines, other languages.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from typing import ClassVar
 from repomin.passes.base import Problem, ddmin_delete
 from repomin.passes.textedit import (
     Guard,
+    compiles,
     describe_spans,
     is_blank,
+    is_python,
     line_starts,
     propose,
     splice,
@@ -77,7 +80,7 @@ class DeleteBlocks:
     name: ClassVar[str] = "blocks"
 
     def run(self, problem: Problem) -> None:
-        for path in text_files(problem):
+        for path in text_files(problem, _not_compiling_python):
             if path in problem.current:
                 self._reduce_file(problem, path)
 
@@ -119,6 +122,11 @@ class DeleteBlocks:
             return describe_spans("delete blocks", path, [u.first + 1 for u in chunk])
 
         ddmin_delete(problem, self.name, units, build, describe)
+
+
+def _not_compiling_python(path: str, data: bytes) -> bool:
+    """Python that compiles is the ``python`` pass's: it deletes the same blocks, validly."""
+    return not (is_python(path, data) and compiles(data, path))
 
 
 def _container(lines: Sequence[bytes], header: int) -> tuple[int, int] | None:
