@@ -44,7 +44,9 @@ class HostRunner:
     backend = "host"
 
     def __init__(self, *, base_dir: Path | None = None, keep_samples: bool = False) -> None:
-        self._base = Path(tempfile.mkdtemp(prefix="repomin-", dir=base_dir or scratch_root()))
+        root = base_dir or scratch_root()
+        reap_stale(root)
+        self._base = Path(tempfile.mkdtemp(prefix=f"repomin-{os.getpid()}-", dir=root))
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
         self._keep = keep_samples
@@ -131,6 +133,20 @@ class HostRunner:
     def close(self) -> None:
         self.kill_all()
         shutil.rmtree(self._base, ignore_errors=True)
+
+
+def reap_stale(root: Path) -> None:
+    """Remove sample directories left by ReproMin processes that died (e.g. SIGKILL)."""
+    for entry in root.glob("repomin-*-*"):
+        pid_text = entry.name.split("-")[1]
+        if not pid_text.isdigit() or not entry.is_dir():
+            continue
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            shutil.rmtree(entry, ignore_errors=True)
+        except PermissionError:
+            continue
 
 
 def _kill_group(pid: int) -> None:
