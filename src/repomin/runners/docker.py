@@ -200,12 +200,19 @@ class _Pump(threading.Thread):
             self.error = exc
         finally:
             self.sent.set()
-            with contextlib.suppress(OSError):
-                self.sock.close()
+            _close_socket(self.sock)
 
 
 def _raw_socket(sock: Any) -> Any:
     return getattr(sock, "_sock", sock)
+
+
+def _close_socket(sock: Any) -> None:
+    """Close a hijacked connection: the wrapper, the socket under it and its HTTP response."""
+    for part in (sock, getattr(sock, "_sock", None), getattr(sock, "_response", None)):
+        if part is not None:
+            with contextlib.suppress(Exception):
+                part.close()
 
 
 def _no_timeout(sock: Any) -> None:
@@ -506,8 +513,7 @@ class DockerRunner:
         if worker is None:
             return
         self._remove_container(worker.cid)
-        with contextlib.suppress(OSError):
-            worker.keepalive.close()
+        _close_socket(worker.keepalive)
         with self._lock:
             if worker.keepalive in self._sockets:
                 self._sockets.remove(worker.keepalive)
@@ -564,19 +570,18 @@ class DockerRunner:
         if pump.error is not None and not timed_out:
             raise _EngineFailure(f"lost the sample's output stream: {pump.error}")
 
+        script_status = None if timed_out else self.api.exec_inspect(exec_id).get("ExitCode")
         stdout = assemble(*pump.out.parts())
         head, tail = pump.err.parts()
         header, head = split_header(head, nonce)
-        if tail is None:
+        trailer = None
+        # Only a script that finished wrote the trailer: a sample that printed a fake one and
+        # then killed the script must not choose its own verdict.
+        if script_status == 0 and tail is None:
             trailer, head = split_trailer(head, nonce)
-        else:
+        elif script_status == 0 and tail is not None:
             trailer, tail = split_trailer(tail, nonce)
         stderr = assemble(head, tail)
-        script_status = None if timed_out else self.api.exec_inspect(exec_id).get("ExitCode")
-        if script_status != 0:
-            # Only a script that finished wrote the trailer: a sample that printed a fake one
-            # and then killed the script must not choose its own verdict.
-            trailer = None
         common: dict[str, Any] = {
             "stdout": stdout,
             "stderr": stderr,
@@ -746,8 +751,7 @@ class DockerRunner:
         for cid in containers:
             self._remove_container(cid)
         for sock in sockets:
-            with contextlib.suppress(OSError):
-                sock.close()
+            _close_socket(sock)
         for volume in volumes:
             with contextlib.suppress(*_ENGINE_ERRORS):
                 self.api.remove_volume(volume, force=True)

@@ -1,0 +1,226 @@
+"""The exec-per-sample strategy against a real engine, for both tree transports.
+
+One worker container serves many samples here, so each test checks both the outcome of a hostile
+sample and that the next sample on the same worker starts from a clean slate.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from repomin.errors import UsageError
+from repomin.runners.base import OUTPUT_LIMIT, RunRequest
+from repomin.tree import Entry, Tree
+from tests.docker._support import run
+
+pytestmark = pytest.mark.docker
+
+MEMORY = "96m"
+PIDS = 64
+
+
+@pytest.fixture(scope="module", params=["bind", "stream"])
+def runner(request: pytest.FixtureRequest, module_runner: Any) -> Any:
+    """One runner per tree transport, for what depends on how the tree gets in."""
+    try:
+        made = module_runner(memory=MEMORY, pids_limit=PIDS, transport=request.param)
+    except UsageError as exc:
+        pytest.skip(f"the {request.param} transport is not available here: {exc}")
+    assert made.describe()["docker_tree_transport"] == request.param
+    return made
+
+
+@pytest.fixture(scope="module")
+def any_runner(module_runner: Any) -> Any:
+    """For behaviour that does not depend on the transport (the one chosen automatically)."""
+    return module_runner(memory=MEMORY, pids_limit=PIDS)
+
+
+def assert_clean(runner: Any) -> None:
+    """The next sample sees the original tree, empty scratch and no other process of its uid."""
+    outcome = run(
+        runner,
+        "cat README.txt; ls -A /work | tr '\\n' ' '; echo; ls -A /tmp /dev/shm | wc -w; "
+        "n=0; for d in /proc/[0-9]*; do "
+        "  u=$(awk '/^Uid:/ {print $2}' $d/status 2>/dev/null); "
+        '  [ "$u" = "$(id -u)" ] && n=$((n+1)); '
+        "done; echo procs=$n",
+    )
+    assert outcome.exit_code == 0, outcome
+    lines = outcome.stdout.decode().splitlines()
+    assert lines[0] == "hello from the tree"
+    assert lines[1].split() == ["README.txt", "bin", "data", "link"]
+    assert lines[2] == "2"  # only the two directory headers `ls` prints for /tmp and /dev/shm
+    # The script, the command shell, and the awk/id/subshells of the loop's last iteration.
+    assert int(lines[3].removeprefix("procs=")) <= 5, lines
+
+
+def test_describe_records_the_boundary(runner: Any) -> None:
+    info = runner.describe()
+    assert info["backend"] == "docker"
+    assert info["docker_image"] == "repomin-test/busybox:1"
+    assert info["docker_image_id"].startswith("sha256:")
+    assert info["docker_network"] == "none"
+    assert info["docker_memory"] == MEMORY
+    assert info["docker_pids_limit"] == PIDS
+    assert info["docker_cpus"] is None
+    assert info["docker_user"] == "65534:65534"
+    assert info["docker_strategy"] == "exec-per-sample"
+
+
+def test_exit_code_output_environment_and_tree(runner: Any) -> None:
+    outcome = run(
+        runner,
+        "cat README.txt; cat link; ./bin/run.sh a b; echo rc=$? FOO=$FOO; pwd; id -u; "
+        "ls -ld data/empty | cut -c1-10; ls -l data/secret.txt | cut -c1-10; echo oops >&2; "
+        "exit 7",
+        FOO="bar baz",
+    )
+    assert outcome.exit_code == 7
+    assert outcome.infrastructure_error is None
+    assert not outcome.timed_out and not outcome.resource_exhausted
+    assert outcome.stdout.decode().splitlines() == [
+        "hello from the tree",
+        "hello from the tree",
+        "ran a b",
+        "rc=3 FOO=bar baz",
+        "/work",
+        "65534",
+        "drwxr-xr-x",
+        "-rw-------",
+    ]
+    assert outcome.stderr == b"oops\n"
+    assert outcome.workdir == "/work"
+    assert outcome.signal is None
+
+
+@pytest.mark.parametrize(("signal", "code"), [("SEGV", 139), ("TERM", 143), ("KILL", 137)])
+def test_signals_arrive_as_128_plus_n(any_runner: Any, signal: str, code: int) -> None:
+    outcome = run(any_runner, f"kill -{signal} $$")
+    assert outcome.exit_code == code
+    assert outcome.signal is None  # a plain `exit {code}` would look the same
+    assert outcome.stderr == b""  # no job-status message from the runner's own shell
+    assert not outcome.resource_exhausted
+
+
+def test_timeout_kills_the_sample_quickly(runner: Any) -> None:
+    started = time.monotonic()
+    outcome = run(runner, "echo started; sleep 100", timeout=1.0)
+    elapsed = time.monotonic() - started
+    assert outcome.timed_out
+    assert outcome.exit_code is None
+    assert outcome.stdout == b"started\n"
+    assert elapsed < 3.0
+    assert_clean(runner)
+
+
+def test_writes_background_processes_and_scratch_do_not_leak(runner: Any) -> None:
+    outcome = run(
+        runner,
+        "echo changed > README.txt; rm -r bin; mkdir new; touch new/file .hidden; "
+        "echo x > /tmp/t; echo y > /dev/shm/s; "
+        "chmod 000 data; mkdir -p deep/er; chmod 000 deep/er deep; "
+        "ln -s /etc/passwd passwd-link; "
+        "(sleep 300 >/dev/null 2>&1 &); sleep 300 >/dev/null 2>&1 & echo left",
+    )
+    assert outcome.exit_code == 0
+    assert outcome.stdout == b"left\n"
+    assert outcome.duration < 3.0  # a background process must not hold the sample open
+    assert_clean(runner)
+
+
+def test_filling_tmp_is_a_resource_exhaustion(any_runner: Any) -> None:
+    outcome = run(
+        any_runner, "dd if=/dev/zero of=/tmp/fill bs=1M count=400 2>/dev/null; echo after"
+    )
+    assert outcome.resource_exhausted
+    assert not outcome.timed_out
+    assert outcome.infrastructure_error is None
+    assert_clean(any_runner)
+
+
+def test_forking_past_the_pids_limit_is_a_resource_exhaustion(any_runner: Any) -> None:
+    outcome = run(
+        any_runner,
+        "i=0; while [ $i -lt 200 ]; do sleep 60 & i=$((i+1)); done 2>/dev/null; echo done",
+    )
+    assert outcome.resource_exhausted
+    assert outcome.infrastructure_error is None
+    assert_clean(any_runner)
+
+
+def test_fork_bomb_until_the_timeout(any_runner: Any) -> None:
+    started = time.monotonic()
+    outcome = run(any_runner, "b() { b | b & }; b; sleep 30", timeout=1.0)
+    assert outcome.timed_out
+    assert time.monotonic() - started < 8.0
+    assert_clean(any_runner)
+
+
+def test_a_sample_that_kills_the_runner_script(runner: Any) -> None:
+    outcome = run(runner, "echo before; kill -9 -1")
+    assert outcome.exit_code == 137
+    assert outcome.infrastructure_error is None
+    assert outcome.stdout == b"before\n"
+    assert_clean(runner)
+
+
+def test_a_forged_trailer_is_not_believed(any_runner: Any) -> None:
+    # The sample can read the nonce from its parent's argv; printing a fake "success" trailer
+    # and killing the script must still be reported as the SIGKILL it is.
+    outcome = run(
+        any_runner,
+        "nonce=$(tr '\\0\\n' '\\001 ' < /proc/$PPID/cmdline | awk -F '\\001' '{print $6}'); "
+        "echo ${#nonce}; printf '\\n%s end 0 0 0 0 0\\n' \"$nonce\" >&2; kill -9 -1",
+    )
+    assert outcome.stdout == b"16\n"  # the sample did find the nonce
+    assert outcome.exit_code == 137
+    assert b" end 0 0 0 0 0" in outcome.stderr  # left in the output, not parsed
+    assert_clean(any_runner)
+
+
+def test_output_is_bounded_head_and_tail(any_runner: Any) -> None:
+    outcome = run(
+        any_runner, "echo first; yes filler | head -c 3000000; echo; echo last; echo e >&2"
+    )
+    assert outcome.exit_code == 0
+    assert outcome.stdout.startswith(b"first\n")
+    assert outcome.stdout.endswith(b"last\n")
+    assert b"[... repomin: output truncated ...]" in outcome.stdout
+    assert len(outcome.stdout) < OUTPUT_LIMIT + 100
+    assert outcome.stderr == b"e\n"
+
+
+def test_a_quiet_sample_longer_than_the_http_timeout_is_fine(any_runner: Any) -> None:
+    # Regression guard: hijacked sockets must not inherit the client's HTTP timeout.
+    any_runner.api.timeout = 0.5
+    try:
+        outcome = run(any_runner, "sleep 1; echo awake", timeout=10)
+    finally:
+        any_runner.api.timeout = 60
+    assert outcome.exit_code == 0
+    assert outcome.stdout == b"awake\n"
+
+
+def test_big_trees_with_odd_names_arrive_intact(runner: Any) -> None:
+    entries = {
+        f"pkg{i % 7}/sub dir/ünïcödé-{i}.txt": Entry("file", f"{i}\n".encode() * 50)
+        for i in range(300)
+    }
+    entries["x" * 60 + "/" + "y" * 60 + "/" + "z" * 60 + ".txt"] = Entry("file", b"long\n")
+    entries["ro.txt"] = Entry("file", b"r\n", 0o444)
+    tree = Tree.of(entries)
+    outcome = runner.run(
+        tree,
+        RunRequest(
+            "find . -type f | wc -l; cat xxx*/yyy*/zzz*.txt; ls -l ro.txt | cut -c1-10; "
+            "cat 'pkg3/sub dir/ünïcödé-10.txt' | wc -l",
+            {},
+            10,
+        ),
+    )
+    assert outcome.exit_code == 0, outcome
+    assert outcome.stdout.decode().split() == ["302", "long", "-r--r--r--", "50"]
