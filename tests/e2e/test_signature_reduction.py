@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -75,12 +76,35 @@ def reduce(src: Path, out: Path, *failure: str) -> dict[str, Any]:
     return report
 
 
-def run_payload(payload: Path) -> Outcome:
+def replay(out: Path, payload: Path, *extra: str) -> int:
+    report = out.parent / f"{out.name}.repomin" / "report.json"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "report",
+            "replay",
+            str(report),
+            "--payload",
+            str(payload),
+            "--yes",
+            "--runs",
+            "2",
+            *extra,
+        ],
+        catch_exceptions=False,
+    )
+    return result.exit_code
+
+
+def run_payload(payload: Path, scratch: Path) -> Outcome:
+    """Run the command on a fresh copy (running it must not touch the exported payload)."""
+    work = scratch / f"run-{payload.name}"
+    shutil.copytree(payload, work)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     proc = subprocess.run(
-        COMMAND, shell=True, cwd=payload, capture_output=True, timeout=60, env=env, check=False
+        COMMAND, shell=True, cwd=work, capture_output=True, timeout=60, env=env, check=False
     )
-    return Outcome(proc.returncode, proc.stdout, proc.stderr, workdir=str(payload))
+    return Outcome(proc.returncode, proc.stdout, proc.stderr, workdir=str(work))
 
 
 def files(root: Path) -> set[str]:
@@ -92,13 +116,13 @@ def test_match_error_slips_but_python_exception_keeps_the_key_error(tmp_path: Pa
     src = tmp_path / "repo"
     make_repo(src)
     mode = PythonExceptionMode()
-    original = mode.extract(run_payload(src))
+    original = mode.extract(run_payload(src, tmp_path))
     assert original is not None and original["exception_class"] == "KeyError"
 
     naive_out = tmp_path / "naive"
     naive = reduce(src, naive_out, "--match", "Error")
     assert naive["failure_spec"]["python_exception"] is False
-    slipped = run_payload(naive_out)
+    slipped = run_payload(naive_out, tmp_path)
     assert "Error" in slipped.output
     slipped_sig = mode.extract(slipped)
     assert slipped_sig is not None
@@ -117,5 +141,9 @@ def test_match_error_slips_but_python_exception_keeps_the_key_error(tmp_path: Pa
     assert "calc/core.py" in kept and "main.py" in kept
     assert "prices[item]" in (pinned_out / "calc" / "core.py").read_text()
     assert not any(name.startswith("docs/") for name in kept)
-    replayed = mode.extract(run_payload(pinned_out))
+    replayed = mode.extract(run_payload(pinned_out, tmp_path))
     assert replayed is not None and mode.matches(signature, replayed)
+
+    # Replay keeps the pinned signature: the payload reproduces, the naive one never does.
+    assert replay(pinned_out, pinned_out) == 0
+    assert replay(pinned_out, naive_out, "--allow-modified") == 1
