@@ -25,7 +25,9 @@ from repomin.failure.contract import FailureContract, FailureSpec
 from repomin.fingerprint import Fingerprint
 from repomin.holdout import HoldoutConfig, not_requested, run_holdout
 from repomin.oracle import Baseline, Budget, Oracle, SamplingConfig
-from repomin.passes import DEFAULT_SCHEDULE, REGISTRY
+from repomin.passes import DEFAULT_SCHEDULE, REGISTRY, Pass
+from repomin.passes.semantic import SemanticReduce
+from repomin.passes.trace import TraceCut
 from repomin.progress import NullProgress, Progress
 from repomin.reducer import Mutation, Reduction, run_passes
 from repomin.report.build import ReportInputs, build_report, environment_digest, render_markdown
@@ -33,7 +35,15 @@ from repomin.report.io import write_json_atomic, write_text_atomic
 from repomin.runners.base import Runner
 from repomin.runners.host import IMPLICIT_ENVIRONMENT, HostRunner
 from repomin.selection import Selection, SelectionOptions, select
+from repomin.semantic import (
+    SemanticClient,
+    SemanticConfig,
+    describe_spec,
+    failure_context,
+    no_provenance,
+)
 from repomin.session import Session, default_session_dir
+from repomin.trace import TraceResult, disabled, trace_opened_files
 from repomin.tree import Tree
 
 STRATEGY_VERSION = "repomin-hdd-v1"
@@ -61,6 +71,7 @@ class ReduceOptions:
     resume: bool = False
     use_session: bool = True
     export_on_interrupt: bool = False
+    semantic: SemanticConfig | None = None
 
     def __post_init__(self) -> None:
         if self.timeout <= 0:
@@ -71,6 +82,10 @@ class ReduceOptions:
         if unknown:
             raise UsageError(
                 f"unknown pass {unknown[0]!r}; available passes: {', '.join(sorted(REGISTRY))}"
+            )
+        if "semantic" in self.schedule and self.semantic is None:
+            raise UsageError(
+                "the semantic pass needs --semantic-endpoint URL and --semantic-model NAME"
             )
 
     @property
@@ -93,6 +108,18 @@ class ReduceOptions:
             "cache": self.use_cache,
             "reduction_strategy": self.reduction_strategy,
         }
+
+
+def plan_schedule(
+    schedule: tuple[str, ...], *, trace: bool = True, semantic: bool = False
+) -> tuple[str, ...]:
+    """``--no-trace`` drops the trace cut; ``--semantic-endpoint`` adds the semantic pass right
+    after ``files`` (first if there is no ``files``) unless the schedule names it already."""
+    planned = [p for p in schedule if trace or p != "trace"]
+    if semantic and "semantic" not in planned:
+        at = planned.index("files") + 1 if "files" in planned else 0
+        planned.insert(at, "semantic")
+    return tuple(planned)
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +277,8 @@ def execute(
             )
             for name in options.schedule:
                 ledger.phase(name)
-            result = run_passes(reduction, options.schedule)
+            trace = _trace(options, runner, oracle, initial, ledger, progress)
+            result = run_passes(reduction, options.schedule, passes=_passes(options, trace))
             best = result.tree
             interrupted = result.stop_reason == "interrupted"
             if interrupted and not options.export_on_interrupt:
@@ -262,7 +290,7 @@ def execute(
                 )
             progress.update(phase="final validation", files=best.file_count, bytes=best.byte_count)
             t0 = time.monotonic()
-            final_runs_planned = 0 if interrupted else options.sampling.final_runs
+            final_runs_planned = 0 if interrupted else oracle.planned_final_runs()
             final_passes, final_runs, final_exit = oracle.final_validation(
                 best, final_runs_planned, options.jobs
             )
@@ -292,7 +320,9 @@ def execute(
         runner.close()
 
     execution = _execution(options, runner, oracle, selection, baseline, result.stop_reason)
+    execution.update(options.semantic.provenance() if options.semantic else no_provenance())
     execution.update(
+        trace=trace.method,
         final_runs=final_runs,
         final_passes=final_passes,
         final_validation_passed=final_ok,
@@ -323,6 +353,52 @@ def execute(
         shutil.rmtree(session.root, ignore_errors=True)
     ok = final_ok and holdout["status"] in ("not_requested", "certified")
     return ReduceResult(report, report_path, 0 if ok else 1)
+
+
+def _trace(
+    options: ReduceOptions,
+    runner: Runner,
+    oracle: Oracle,
+    tree: Tree,
+    ledger: Ledger,
+    progress: Progress,
+) -> TraceResult:
+    """One traced run of the command for the trace-guided cut (see ``repomin.trace``)."""
+    if "trace" not in options.schedule:
+        return disabled()
+    progress.update(phase="trace")
+    result = trace_opened_files(
+        runner,
+        tree,
+        options.command,
+        options.env,
+        options.timeout,
+        reproduces=oracle.contract.reproduces,
+    )
+    verdict = ""
+    if result.usable and result.reproduced is not None:
+        verdict = "; it " + ("reproduced" if result.reproduced else "did not reproduce")
+        verdict += " the failure"
+    ledger.event(
+        "trace",
+        f"traced run: {result.reason}{verdict}",
+        decision="info",
+        duration_seconds=round(result.duration, 6),
+        files=tree.file_count,
+        bytes=tree.byte_count,
+    )
+    return result
+
+
+def _passes(options: ReduceOptions, trace: TraceResult) -> dict[str, Pass]:
+    """Pass instances; the trace cut and the semantic pass get their inputs here."""
+    instances: dict[str, Pass] = {name: REGISTRY[name]() for name in options.schedule}
+    if "trace" in instances:
+        instances["trace"] = TraceCut(trace)
+    if "semantic" in instances and options.semantic is not None:
+        context = failure_context(options.command, describe_spec(options.spec))
+        instances["semantic"] = SemanticReduce(SemanticClient(options.semantic), context)
+    return instances
 
 
 def _log_baseline(

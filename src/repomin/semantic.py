@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from repomin.errors import UsageError
+from repomin.failure.contract import FailureSpec
 
 log = logging.getLogger(__name__)
 
@@ -223,6 +224,22 @@ class SemanticClient:
             return None
         known = {path for path, _ in shown}
         return [p for p in dict.fromkeys(items) if p in known]
+
+
+def describe_spec(spec: FailureSpec) -> str:
+    """The failure specification in words (no output, no environment)."""
+    parts: list[str] = []
+    if spec.match is not None:
+        parts.append(f"output matching the regular expression {spec.match!r}")
+    if spec.exit_code is not None:
+        parts.append(f"exit status {spec.exit_code}")
+    if spec.python_exception:
+        parts.append("the same Python exception (class, message and stack frames)")
+    if spec.java_exception:
+        parts.append("the same Java exception (class, message and stack frames)")
+    if spec.process_failure:
+        parts.append("the same process failure (signal or exit status)")
+    return " and ".join(parts) or "its exit status"
 
 
 def failure_context(command: str, description: str) -> str:

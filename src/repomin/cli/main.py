@@ -129,7 +129,8 @@ def cli() -> None:
     show_default=True,
     help="Cap on runs per candidate (sequential test).",
 )
-@click.option("--final-runs", type=int, default=10, show_default=True)
+@click.option("--final-runs", type=int, default=None,
+              help="Final validation runs (default: 10 deterministic, 30 flaky).")
 @click.option(
     "--sampling",
     type=click.Choice(["auto", "single", "fast", "strict"]),
@@ -148,19 +149,59 @@ def cli() -> None:
 @click.option("--max-runs", type=int, default=None, help="Budget: oracle runs.")
 @click.option("--max-time", type=float, default=None, help="Budget: seconds.")
 @click.option(
-    "--passes", "passes", default=None, help="Comma-separated pass schedule (default: files,lines)."
+    "--passes",
+    "passes",
+    default=None,
+    help="Comma-separated pass schedule (default: trace,files,normalise,python,blocks,brackets,"
+    "lines,tokens).",
 )
-@click.option("--holdout-runs", type=int, default=None,
-              help="Certify the exported payload with N fresh runs (exact binomial test).")
+@click.option(
+    "--no-trace", is_flag=True, help="Skip the traced run and the trace-guided first cut."
+)
+@click.option(
+    "--semantic-endpoint",
+    default=None,
+    metavar="URL",
+    help="Opt-in: OpenAI-compatible chat-completions endpoint proposing smaller files "
+    "(API key from $REPOMIN_SEMANTIC_API_KEY).",
+)
+@click.option(
+    "--semantic-model", default=None, metavar="NAME", help="Model for --semantic-endpoint."
+)
+@click.option(
+    "--semantic-timeout",
+    type=float,
+    default=60.0,
+    show_default=True,
+    help="Seconds per semantic request.",
+)
+@click.option(
+    "--holdout-runs",
+    type=int,
+    default=None,
+    help="Certify the exported payload with N fresh runs (exact binomial test).",
+)
 @click.option("--holdout-confidence", type=float, default=0.95, show_default=True)
-@click.option("--holdout-min-rate", type=float, default=None,
-              help="Rate p0 to certify (default: the candidate threshold).")
-@click.option("--session", "session_dir", type=click.Path(path_type=Path), default=None,
-              help="Session directory (default: OUTPUT.repomin-session beside OUTPUT).")
+@click.option(
+    "--holdout-min-rate",
+    type=float,
+    default=None,
+    help="Rate p0 to certify (default: the candidate threshold).",
+)
+@click.option(
+    "--session",
+    "session_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Session directory (default: OUTPUT.repomin-session beside OUTPUT).",
+)
 @click.option("--resume", is_flag=True, help="Continue an interrupted session.")
 @click.option("--no-session", is_flag=True, help="Do not keep a resumable session.")
-@click.option("--export-on-interrupt", is_flag=True,
-              help="On Ctrl-C/SIGTERM, export the best tree so far (no final runs).")
+@click.option(
+    "--export-on-interrupt",
+    is_flag=True,
+    help="On Ctrl-C/SIGTERM, export the best tree so far (no final runs).",
+)
 @click.option("--force", is_flag=True, help="Replace an existing OUTPUT.")
 @click.option("--backend", type=click.Choice(["host", "docker"]), default="host", show_default=True)
 @click.option("--quiet", "-q", is_flag=True)
@@ -168,7 +209,7 @@ def cli() -> None:
 @_errors_to_exit
 def reduce_cmd(**kw: Any) -> None:
     """Reduce SRC to the smallest tree in which COMMAND still fails the same way."""
-    from repomin.app import ReduceOptions, execute, parse_env
+    from repomin.app import ReduceOptions, execute, parse_env, plan_schedule
     from repomin.failure.contract import FailureSpec
     from repomin.oracle import Budget, SamplingConfig
     from repomin.passes import DEFAULT_SCHEDULE
@@ -209,6 +250,16 @@ def reduce_cmd(**kw: Any) -> None:
         if kw["passes"]
         else DEFAULT_SCHEDULE
     )
+    semantic = None
+    if kw["semantic_endpoint"] is not None or kw["semantic_model"] is not None:
+        from repomin.semantic import SemanticConfig
+
+        if kw["semantic_endpoint"] is None or kw["semantic_model"] is None:
+            raise UsageError("--semantic-endpoint and --semantic-model go together; pass both")
+        semantic = SemanticConfig(
+            kw["semantic_endpoint"], kw["semantic_model"], kw["semantic_timeout"]
+        )
+    schedule = plan_schedule(schedule, trace=not kw["no_trace"], semantic=semantic is not None)
     holdout = None
     if kw["holdout_runs"] is not None:
         from repomin.holdout import HoldoutConfig
@@ -243,6 +294,7 @@ def reduce_cmd(**kw: Any) -> None:
         resume=kw["resume"],
         use_session=not kw["no_session"],
         export_on_interrupt=kw["export_on_interrupt"],
+        semantic=semantic,
     )
     progress = make_progress(quiet=kw["quiet"], verbose=kw["verbose"])
     result = execute(options, progress)
