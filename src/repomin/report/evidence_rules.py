@@ -246,11 +246,12 @@ def _holdout_terminal(hold: dict[str, Any], *, modern: bool) -> list[Problem]:
             )
         )
     p0 = hold.get("min_rate")
-    if p0 is None or passes > planned:
+    if p0 is None or passes > planned or planned > MAX_RECOMPUTED_RUNS:
         problems.append(
             Problem(
                 "holdout.recomputed",
-                "the exact test cannot be recomputed without min_rate and passes <= planned_runs",
+                "the exact test cannot be recomputed: it needs min_rate, passes <= planned_runs "
+                f"and planned_runs <= {MAX_RECOMPUTED_RUNS}",
             )
         )
         return problems
