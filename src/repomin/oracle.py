@@ -21,6 +21,7 @@ retried a bounded number of times and never become a verdict.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -35,6 +36,9 @@ from repomin.runners.base import Outcome, Runner, RunRequest
 from repomin.tree import Tree
 
 SAMPLING_MODES = ("auto", "single", "fast", "strict")
+#: Family index at which the failure budget is sized for power (typical accepted count).
+POWER_INDEX = 20
+FAILURE_BUDGETS = (2, 3, 4, 6, 8, 12, 16, 24, 32)
 INFRA_RETRIES = 3
 
 
@@ -54,8 +58,8 @@ class Cancelled(Exception):
 class SamplingConfig:
     confidence: float = 0.95
     baseline_runs: int = 20
-    candidate_runs: int = 60
-    final_runs: int = 10
+    candidate_runs: int = 100
+    final_runs: int | None = None  # None: 10 for deterministic baselines, 30 for flaky
     min_baseline_rate: float = 0.1
     min_candidate_rate: float | None = None
     mode: str = "auto"
@@ -66,7 +70,7 @@ class SamplingConfig:
     def __post_init__(self) -> None:
         if not 0.5 <= self.confidence < 1:
             raise UsageError(f"--confidence {self.confidence} must be in [0.5, 1); e.g. 0.95")
-        if self.baseline_runs < 1 or self.candidate_runs < 1 or self.final_runs < 0:
+        if self.baseline_runs < 1 or self.candidate_runs < 1 or (self.final_runs or 0) < 0:
             raise UsageError("--baseline-runs and --candidate-runs must be >= 1, --final-runs >= 0")
         if not 0 <= self.min_baseline_rate < 1:
             raise UsageError(f"--min-baseline-rate {self.min_baseline_rate} must be in [0, 1)")
@@ -183,6 +187,7 @@ class Oracle:
         self.candidate_passes = 0
         self.inconsistencies = 0
         self.incumbent_checks = 0
+        self.screen_runs = 1
         self._family = 0
         self._lock = threading.Lock()
         self._started = time.monotonic()
@@ -287,33 +292,44 @@ class Oracle:
         else:
             self.policy = self.config.mode
         self.failure_budget = self._choose_failure_budget(baseline)
+        self.screen_runs = self._choose_screen_runs(baseline)
         return baseline
 
     def _choose_failure_budget(self, baseline: Baseline) -> int | None:
-        """Zero for deterministic failures; for flaky ones the smallest F in 1..8 with power
-        >= 0.9 at the baseline rate for the first family index (or the configured F)."""
+        """Zero for deterministic failures (or the configured F). For flaky ones the smallest F
+        whose conditional acceptance probability at the baseline rate is >= 0.9 at family index
+        POWER_INDEX; ``None`` (curtailment only) when no budget reaches that power."""
         if self.deterministic:
             return 0
         if self.config.failure_budget is not None:
             return self.config.failure_budget
-        alpha1 = self._alpha_for(1)
-        for f in range(1, 9):
-            d = stats.design(self.theta, alpha1, self.config.candidate_runs, f, True)
-            if d.acceptance_probability(baseline.rate) >= 0.9:
+        alpha = self._alpha_for(POWER_INDEX)
+        for f in FAILURE_BUDGETS:
+            if self._design(alpha, f).acceptance_probability(baseline.rate) >= 0.9:
                 return f
-        return 8
+        return None
+
+    def _choose_screen_runs(self, baseline: Baseline) -> int:
+        """Runs of the screening super-run: enough that a candidate as good as the baseline
+        passes the screen with probability >= 0.9 (STATISTICS.md §4 amplification), at most 8."""
+        if self.deterministic or self.policy == "single":
+            return 1
+        miss = 1.0 - baseline.rate
+        return max(1, min(8, math.ceil(math.log(0.1) / math.log(miss))))
 
     def _alpha_for(self, index: int) -> float:
         if self.policy == "strict":
             return stats.spend_alpha(self.config.alpha, index, self.config.spending)
         return self.config.alpha
 
-    def _design(self, alpha: float) -> stats.SequentialDesign:
-        if self.failure_budget == 0:
+    def _design(self, alpha: float, f: int | None) -> stats.SequentialDesign:
+        if f == 0:
             return stats.zero_failure_design(self.theta, alpha, True)
-        return stats.design(
-            self.theta, alpha, self.config.candidate_runs, self.failure_budget, True
+        # The cap must leave room for an all-pass path to reach size <= alpha at deep indexes.
+        cap = max(
+            self.config.candidate_runs, stats.zero_failure_runs(self.theta, alpha) + 1 + (f or 0)
         )
+        return stats.design(self.theta, alpha, cap, f, True)
 
     # -- candidates --------------------------------------------------------------------------
 
@@ -341,12 +357,16 @@ class Oracle:
 
         policy = self.policy
         started = time.monotonic()
-        screen = run_one()
+        screened = 0
+        screen = False
+        while not screen and screened < (1 if policy == "single" else self.screen_runs):
+            screen = run_one()
+            screened += 1
         if not screen or policy == "single":
             verdict = Verdict(
                 screen,
                 int(screen),
-                1,
+                screened,
                 policy,
                 design="single-run" if policy == "single" else "screen",
                 duration=time.monotonic() - started,
@@ -357,7 +377,9 @@ class Oracle:
             self._family += 1
             index = self._family
         alpha = self._alpha_for(index)
-        design = self._design(alpha)
+        design = self._design(alpha, self.failure_budget)
+        # Given the screen passed, the test continues from state (1 pass, 1 run); the screen's
+        # failed runs are outside the conditional test (its size is exact given the screen).
         passes, runs = 1, 1
         while True:
             decision = design.decide(passes, runs)
@@ -366,13 +388,14 @@ class Oracle:
             passes += run_one()
             runs += 1
         accepted = decision is stats.Decision.ACCEPT
+        runs_spent = runs + screened - 1
         saved = max(0, design.max_runs() - runs)
         if saved:
             self.ledger.add_saved(phase, saved)
         verdict = Verdict(
             accepted,
             passes,
-            runs,
+            runs_spent,
             policy,
             design=design.identifier(),
             family_index=index if policy == "strict" else None,
@@ -405,6 +428,7 @@ class Oracle:
             "policy": self.policy,
             "failure_budget": self.failure_budget,
             "deterministic": self.deterministic,
+            "screen_runs": self.screen_runs,
         }
 
     def restore_baseline(self, state: dict[str, Any]) -> Baseline:
@@ -413,6 +437,7 @@ class Oracle:
         self.policy = state["policy"]
         self.failure_budget = state["failure_budget"]
         self.deterministic = state["deterministic"]
+        self.screen_runs = state["screen_runs"]
         return Baseline(
             state["passes"],
             state["runs"],
@@ -452,6 +477,13 @@ class Oracle:
         if exit_code is None:
             exit_code = outcomes[0].exit_code
         return sum(verdicts), runs, exit_code
+
+    def planned_final_runs(self) -> int:
+        """``--final-runs``, or by default 10 (deterministic) / 30 (flaky: enough power for the
+        exact test of p > theta at the rates the search accepts)."""
+        if self.config.final_runs is not None:
+            return self.config.final_runs
+        return 10 if self.deterministic else 30
 
     def final_passes_test(self, passes: int, runs: int) -> bool:
         """Does the final sample support ``p > theta`` at the configured confidence?"""

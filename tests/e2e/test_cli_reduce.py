@@ -148,3 +148,34 @@ def test_force_replaces_output_atomically(tmp_path: Path) -> None:
     assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == ["a.txt"]
     assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name or ".old-" in p.name]
+
+
+@pytest.mark.slow
+def test_flaky_sixty_percent_certifies_at_point_three(tmp_path: Path) -> None:
+    src = tmp_path / "repo"
+    make_repo(src, 80, NEEDED, seed=9)
+    flaky = "[ $(od -An -N1 -tu1 /dev/urandom) -lt 154 ] || exit 0;"  # p = 154/256 ~ 0.6
+    code, out, err = invoke(
+        str(src), "-o", str(tmp_path / "out"), "--command", CHECK.format(flaky=flaky),
+        "--match", "BUG: three", "--passes", "files", "--holdout-runs", "30",
+        "--holdout-min-rate", "0.3", "--jobs", "2",
+    )
+    assert code == 0, err
+    report = json.loads((tmp_path / "out.repomin/report.json").read_text())
+    assert_report_sound_holdout(report)
+    payload = {str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*")
+               if p.is_file()}
+    assert payload == set(NEEDED)
+    hold = report["holdout_certification"]
+    assert hold["status"] == "certified" and hold["planned_runs"] == hold["completed_runs"] == 30
+    assert hold["lower_bound"] >= 0.3 and hold["exact_gate_passed"] is True
+    assert hold["artifact_tree_sha256"] == report["output"]["tree_sha256"]
+    assert "holdout certified" in out
+
+
+def assert_report_sound_holdout(report: dict) -> None:  # type: ignore[type-arg]
+    assert structural_errors(report) == []
+    hold = report["holdout_certification"]
+    assert [s["index"] for s in hold["samples"]] == list(range(1, hold["completed_runs"] + 1))
+    assert hold["passes"] == sum(s["accepted"] for s in hold["samples"])
+    assert hold["observed_rate"] == hold["passes"] / hold["planned_runs"]

@@ -23,7 +23,7 @@ COMMAND = (
 
 def _cmd(src: Path, out: Path, *extra: str) -> list[str]:
     return [
-        sys.executable, "-m", "repomin.cli.main", "reduce", str(src), "-o", str(out),
+        sys.executable, "-m", "repomin", "reduce", str(src), "-o", str(out),
         "--command", COMMAND, "--match", "BUG", "--jobs", "1", "--baseline-runs", "5",
         "--final-runs", "3", "-q", *extra,
     ]

@@ -355,4 +355,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    # Delegate to the imported module so report subcommands (registered on it) are present.
+    from repomin.cli import main as _imported
+
+    _imported.main()
