@@ -81,6 +81,8 @@ LABEL_PID_START = "io.repomin.pid_start"
 LABEL_ROLE = "io.repomin.role"
 
 DEFAULT_USER = "65534:65534"
+#: Where a per-sample volume is mounted (direct strategy, streamed trees); the tree is in work/.
+VOLUME_ROOT = "/repomin"
 #: Extra attempts of one sample inside the runner after an engine error (on a fresh worker).
 RETRIES = 2
 #: The worker's own processes (init, keep-alive, script, command shell, a kill exec) need room.
@@ -318,6 +320,9 @@ class DockerRunner:
         self._volumes: set[str] = set()
         self._sockets: list[Any] = []
         self._counter = itertools.count(1)
+        self._kills = 0
+        self._direct: list[str] = []
+        self._all_slots: list[_Slot] = []
         try:
             reap_stale(self.client)
         except _ENGINE_ERRORS as exc:
@@ -477,6 +482,7 @@ class DockerRunner:
             if self._closed:
                 return outcome
             slot = self._slots.get()
+            kills = self._kills
             slot.busy = True
             try:
                 outcome = self._attempt(slot, tree, request)
@@ -485,6 +491,8 @@ class DockerRunner:
                 self._slots.put(slot)
             if outcome.infrastructure_error is None:
                 return outcome
+            if self._kills != kills:
+                return Outcome(exit_code=None, infrastructure_error="interrupted", workdir=WORKDIR)
             log.warning(
                 "sample %s: engine error on attempt %d: %s",
                 request.sample_id,
@@ -650,6 +658,7 @@ class DockerRunner:
         bind_dir: Path | None = None
         volume: str | None = None
         cid: str | None = None
+        workdir = WORKDIR
         try:
             if self.transport == "bind":
                 name = f"s{next(self._counter)}"
@@ -657,25 +666,29 @@ class DockerRunner:
                 fill(bind_dir, tree, lim.uid, lim.gid)
                 mount = Mount(WORKDIR, str(bind_dir), type="bind", read_only=False)
             else:
+                # A volume's root stays root-owned, so the tree goes one level down.
                 volume = self.api.create_volume(labels=self._labels("sample"))["Name"]
                 with self._lock:
                     self._volumes.add(volume)
-                mount = Mount(WORKDIR, volume, type="volume")
+                mount = Mount(VOLUME_ROOT, volume, type="volume")
+                workdir = f"{VOLUME_ROOT}/work"
             cid = self.api.create_container(
                 self.image_id,
                 entrypoint=argv[:1],
                 command=argv[1:],
                 user=lim.user,
                 environment={**IMPLICIT_ENVIRONMENT, **request.env},
-                working_dir=WORKDIR,
+                working_dir=workdir,
                 hostname="repomin",
                 labels=self._labels("sample"),
                 host_config=self._host_config(direct=True, mounts=[mount]),
             )["Id"]
             self._register(cid)
+            with self._lock:
+                self._direct.append(cid)
             if volume is not None:
-                root = tar_bytes(tree, lim.uid, lim.gid, root=True)
-                if not self.api.put_archive(cid, WORKDIR, root):
+                archive = tar_bytes(tree, lim.uid, lim.gid, under="work")
+                if not self.api.put_archive(cid, VOLUME_ROOT, archive):
                     raise _EngineFailure("the engine refused the tree archive")
             sock = self.api.attach_socket(cid, params={"stdout": 1, "stderr": 1, "stream": 1})
             _no_timeout(sock)
@@ -687,7 +700,7 @@ class DockerRunner:
             except APIError as exc:
                 text = str(exc.explanation or exc)
                 if _NOT_EXECUTABLE.search(text):
-                    return Outcome(exit_code=127, stderr=text.encode(), workdir=WORKDIR)
+                    return Outcome(exit_code=127, stderr=text.encode(), workdir=workdir)
                 raise
             pump.join(request.timeout)
             timed_out = pump.is_alive()
@@ -707,7 +720,7 @@ class DockerRunner:
                     stderr=stderr,
                     duration=duration,
                     timed_out=True,
-                    workdir=WORKDIR,
+                    workdir=workdir,
                 )
             return Outcome(
                 exit_code=int(status.get("StatusCode", state.get("ExitCode", -1))),
@@ -715,10 +728,13 @@ class DockerRunner:
                 stderr=stderr,
                 duration=duration,
                 resource_exhausted=bool(state.get("OOMKilled")),
-                workdir=WORKDIR,
+                workdir=workdir,
             )
         finally:
             if cid is not None:
+                with self._lock:
+                    if cid in self._direct:
+                        self._direct.remove(cid)
                 self._remove_container(cid)
             if volume is not None:
                 with contextlib.suppress(*_ENGINE_ERRORS):
@@ -732,11 +748,13 @@ class DockerRunner:
 
     def kill_all(self) -> None:
         """Stop every running sample now (Ctrl-C, SIGTERM, budget); their workers are recycled."""
-        for slot in getattr(self, "_all_slots", []):
-            worker = slot.worker
-            if slot.busy and worker is not None:
-                with contextlib.suppress(*_ENGINE_ERRORS):
-                    self.api.kill(worker.cid)
+        with self._lock:
+            self._kills += 1
+            targets = [s.worker.cid for s in self._all_slots if s.busy and s.worker is not None]
+            targets += self._direct
+        for cid in targets:
+            with contextlib.suppress(*_ENGINE_ERRORS):
+                self.api.kill(cid)
 
     def close(self) -> None:
         """Remove every container and volume of this runner (idempotent; also run at exit)."""

@@ -129,18 +129,18 @@ def fill(directory: Path, tree: Tree, uid: int, gid: int) -> None:
             os.lchown(os.path.join(root, name), uid, gid)
 
 
-def tar_bytes(tree: Tree, uid: int, gid: int, *, root: bool = False) -> bytes:
+def tar_bytes(tree: Tree, uid: int, gid: int, *, under: str = "") -> bytes:
     """The tree as a GNU tar (directories first, 0755 like :func:`materialise` makes them).
 
-    ``root`` adds an entry for the target directory itself, so that an engine extracting as
-    root (``put_archive``) hands it to ``uid:gid`` too.
+    ``under`` puts the tree below a directory of that name owned by ``uid:gid``: an engine
+    extracting as root (``put_archive``) keeps the target directory itself root-owned.
     """
     now = int(time.time())
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tar:
 
         def add(name: str, kind: bytes, mode: int, data: bytes = b"") -> None:
-            info = tarfile.TarInfo(name)
+            info = tarfile.TarInfo(f"{under}/{name}" if under else name)
             info.type, info.mode, info.uid, info.gid, info.mtime = kind, mode, uid, gid, now
             if kind == tarfile.SYMTYPE:
                 info.linkname = os.fsdecode(data)
@@ -151,8 +151,8 @@ def tar_bytes(tree: Tree, uid: int, gid: int, *, root: bool = False) -> bytes:
             else:
                 tar.addfile(info)
 
-        if root:
-            add(".", tarfile.DIRTYPE, 0o755)
+        if under:
+            tar.addfile(_dir_info(under, uid, gid, now))
         for directory in sorted(tree.directories()):
             add(directory, tarfile.DIRTYPE, 0o755)
         for path, entry in tree.entries.items():
@@ -161,6 +161,12 @@ def tar_bytes(tree: Tree, uid: int, gid: int, *, root: bool = False) -> bytes:
             elif entry.kind == "symlink":
                 add(path, tarfile.SYMTYPE, 0o777, entry.data)
     return buf.getvalue()
+
+
+def _dir_info(name: str, uid: int, gid: int, mtime: int) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.uid, info.gid, info.mtime = tarfile.DIRTYPE, 0o755, uid, gid, mtime
+    return info
 
 
 def probe_bind(

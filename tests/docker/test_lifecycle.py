@@ -1,0 +1,255 @@
+"""Start-up errors, concurrency, engine failures, interruption and cleanup of the Docker runner."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+from docker.errors import APIError
+
+from repomin.errors import InfrastructureError, UsageError
+from repomin.runners.base import Outcome
+from repomin.runners.docker import DockerRunner, reap_stale
+from tests.docker._support import BUSYBOX, leftovers, new_label, run
+
+pytestmark = pytest.mark.docker
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def labelled(client: Any, label: str) -> list[str]:
+    """Everything with this session label, whoever owns it."""
+    found = [
+        c["Id"][:12]
+        for c in client.api.containers(all=True, filters={"label": f"io.repomin.session={label}"})
+    ]
+    volumes = client.api.volumes(filters={"label": f"io.repomin.session={label}"}).get("Volumes")
+    return found + [v["Name"] for v in volumes or []]
+
+
+def test_a_missing_image_is_a_usage_error_naming_it(client: Any) -> None:
+    with pytest.raises(UsageError, match=r"repomin-test/no-such-image:0.*build-test-images"):
+        DockerRunner(image="repomin-test/no-such-image:0", session_label=new_label(), client=client)
+
+
+def test_an_unreachable_engine_is_an_infrastructure_error() -> None:
+    from docker.client import DockerClient
+
+    dead = DockerClient(base_url="unix:///nonexistent/docker.sock", version="1.41", timeout=2)
+    with pytest.raises(InfrastructureError, match="cannot reach the Docker engine"):
+        DockerRunner(image=BUSYBOX, session_label=new_label(), client=dead)
+    dead.close()
+    # docker-py leaks the socket of the failed connect; collect it here, not in a later test.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        del dead
+        gc.collect()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"network": "host"}, "--network 'host'"),
+        ({"user": "0"}, "root"),
+        ({"user": "nobody"}, "numeric"),
+        ({"memory": "lots"}, "--memory 'lots'"),
+        ({"pids_limit": 3}, "--pids-limit 3"),
+        ({"cpus": 1000.0}, "rejected the container settings"),
+    ],
+)
+def test_bad_settings_are_usage_errors(client: Any, kwargs: dict[str, Any], message: str) -> None:
+    label = new_label()
+    with pytest.raises(UsageError, match=message):
+        DockerRunner(image=BUSYBOX, session_label=label, client=client, **kwargs)
+    assert labelled(client, label) == []
+
+
+def test_no_network_by_default(make_runner: Any) -> None:
+    outcome = run(make_runner(), "ls /sys/class/net")
+    assert outcome.stdout == b"lo\n"
+
+
+def test_two_jobs_run_concurrently_in_two_containers(make_runner: Any) -> None:
+    runner = make_runner(jobs=2)
+    outcomes: list[Outcome] = []
+    lock = threading.Lock()
+
+    def one(n: int) -> None:
+        outcome = run(runner, f"sleep 0.5; echo {n}")
+        with lock:
+            outcomes.append(outcome)
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=one, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.monotonic() - started
+    assert sorted(o.stdout for o in outcomes) == [b"0\n", b"1\n", b"2\n", b"3\n"]
+    assert all(o.exit_code == 0 for o in outcomes)
+    assert len({o.extra["docker_container"] for o in outcomes}) == 2
+    assert wall < 0.8 * sum(o.duration for o in outcomes)  # they overlapped
+
+
+def test_close_removes_everything_and_is_idempotent(client: Any) -> None:
+    label = new_label()
+    runner = DockerRunner(image=BUSYBOX, session_label=label, client=client, jobs=2)
+    threads = [threading.Thread(target=run, args=(runner, "sleep 0.3")) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(labelled(client, label)) == 2
+    scratch = runner._scratch.path
+    assert scratch.exists()
+    runner.close()
+    runner.close()
+    assert labelled(client, label) == []
+    assert not scratch.exists()
+    assert run(runner, "true").infrastructure_error == "the runner is closed"
+
+
+def test_a_worker_removed_behind_its_back_is_replaced(make_runner: Any) -> None:
+    runner = make_runner()
+    first = run(runner, "echo one")
+    runner.api.remove_container(runner._all_slots[0].worker.cid, force=True)
+    second = run(runner, "echo two")
+    assert second.exit_code == 0 and second.stdout == b"two\n"
+    assert second.infrastructure_error is None
+    assert second.extra["docker_container"] != first.extra["docker_container"]
+
+
+def test_engine_errors_are_retried_then_reported_never_a_verdict(
+    make_runner: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner = make_runner()
+    calls = []
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        raise APIError("injected engine failure")
+
+    monkeypatch.setattr(runner.api, "exec_create", broken)
+    outcome = run(runner, "true")
+    assert outcome.exit_code is None
+    assert outcome.infrastructure_error is not None
+    assert "injected engine failure" in outcome.infrastructure_error
+    assert len(calls) == 3  # one attempt and two retries, each on a fresh worker
+    monkeypatch.undo()
+    assert run(runner, "echo back").stdout == b"back\n"
+
+
+def test_kill_all_stops_running_samples_without_retrying(make_runner: Any) -> None:
+    runner = make_runner()
+    result: list[Outcome] = []
+    thread = threading.Thread(target=lambda: result.append(run(runner, "sleep 30", timeout=60)))
+    started = time.monotonic()
+    thread.start()
+    time.sleep(0.5)
+    runner.kill_all()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert time.monotonic() - started < 5
+    assert result[0].exit_code is None
+    assert result[0].infrastructure_error == "interrupted"
+    assert run(runner, "echo next").stdout == b"next\n"
+
+
+def test_reap_stale_removes_what_dead_sessions_left(client: Any) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    label = new_label()
+    host = socket.gethostname()
+    stale = {
+        "io.repomin.session": label,
+        "io.repomin.host": host,
+        "io.repomin.pid": str(dead.pid),
+    }
+    alive = {**stale, "io.repomin.pid": str(os.getpid())}
+    elsewhere = {**stale, "io.repomin.host": "another-machine"}
+    ids = [
+        client.api.create_container(BUSYBOX, command=["true"], labels=labels)["Id"]
+        for labels in (stale, alive, elsewhere)
+    ]
+    volume = client.api.create_volume(labels=stale)["Name"]
+    try:
+        reap_stale(client)
+        remaining = set(labelled(client, label))
+        assert ids[0][:12] not in remaining
+        assert volume not in remaining
+        assert {ids[1][:12], ids[2][:12]} <= remaining
+    finally:
+        for cid in ids:
+            with contextlib.suppress(APIError):
+                client.api.remove_container(cid, force=True)
+    assert labelled(client, label) == []
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys, threading
+    from repomin.runners.base import RunRequest
+    from repomin.runners.docker import DockerRunner
+    from repomin.tree import Entry, Tree
+
+    runner = DockerRunner(image=sys.argv[1], session_label=sys.argv[2], jobs=2)
+    tree = Tree.of({"f": Entry("file", b"x")})
+    for _ in range(2):
+        threading.Thread(
+            target=runner.run, args=(tree, RunRequest("sleep 60", {}, 120)), daemon=True
+        ).start()
+    print(runner._scratch.path, flush=True)
+    threading.Event().wait()
+    """
+)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGINT])
+def test_nothing_survives_a_killed_or_interrupted_client(client: Any, signum: int) -> None:
+    label = new_label()
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, BUSYBOX, label],
+        stdout=subprocess.PIPE,
+        cwd=ROOT,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        scratch = Path(child.stdout.readline().strip())
+        deadline = time.monotonic() + 10
+        while len(labelled(client, label)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(labelled(client, label)) == 2
+        time.sleep(0.3)  # let both samples start
+        child.send_signal(signum)
+        child.wait(10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
+    # SIGKILL: the keep-alives see their stdin close and the engine removes the containers.
+    # SIGINT: the atexit hook closes the runner.
+    deadline = time.monotonic() + 10
+    while labelled(client, label) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert labelled(client, label) == []
+    if signum == signal.SIGKILL:
+        assert scratch.exists()
+        reap_stale(client)
+    assert not scratch.exists()
+    assert leftovers(label) == []
