@@ -2,24 +2,22 @@
 
 ``PredicateProblem`` is the minimal ``Problem``: ``try_first`` walks the candidates in order and
 adopts the first one that is smaller (as the real driver requires) and satisfies the predicate.
-``reduce_with_reduction`` runs a pass through the real :class:`~repomin.reducer.Reduction` and
-:class:`~repomin.oracle.Oracle` with a fake runner, so ``jobs=2`` exercises speculative
-evaluation too.
+``reduce_with_reduction`` runs passes through the real :class:`~repomin.reducer.Reduction`
+and :class:`~repomin.oracle.Oracle` with the shared ``FakeRunner`` (a predicate, no
+subprocess), so ``jobs=2`` exercises speculative evaluation too.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
 
 from repomin.accounting import Ledger
 from repomin.failure.contract import FailureContract, FailureSpec
 from repomin.oracle import Oracle, SamplingConfig
 from repomin.passes.base import Pass
 from repomin.reducer import Reduction, run_passes
-from repomin.runners.base import Outcome, RunRequest
 from repomin.tree import Entry, Tree
+from tests.conftest import FakeRunner
 
 Predicate = Callable[[Tree], bool]
 
@@ -88,37 +86,13 @@ def reduce_in_process(
     return problem
 
 
-class PredicateRunner:
-    """A fake runner: exit 1 with ``BUG`` when the predicate holds, exit 0 otherwise."""
-
-    backend = "host"
-
-    def __init__(self, predicate: Predicate) -> None:
-        self.predicate = predicate
-        self.runs = 0
-        self._lock = threading.Lock()
-
-    def run(self, tree: Tree, request: RunRequest) -> Outcome:
-        with self._lock:
-            self.runs += 1
-        if self.predicate(tree):
-            return Outcome(exit_code=1, stdout=b"BUG\n")
-        return Outcome(exit_code=0, stdout=b"ok\n")
-
-    def describe(self) -> dict[str, Any]:
-        return {"backend": "host"}
-
-    def close(self) -> None:
-        pass
-
-
 def reduce_with_reduction(
     passes: dict[str, Pass], tree: Tree, predicate: Predicate, *, jobs: int = 1
 ) -> tuple[Tree, Ledger]:
     """Run ``passes`` through the real driver, oracle and ledger with a predicate runner."""
     ledger = Ledger()
     oracle = Oracle(
-        runner=PredicateRunner(predicate),
+        runner=FakeRunner(predicate),
         contract=FailureContract(FailureSpec(match="BUG")),
         command="fake",
         env={},

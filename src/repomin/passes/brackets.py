@@ -117,6 +117,11 @@ def _string_end(data: bytes, i: int, *, multiline: bool, char_only: bool) -> int
     """End (exclusive) of the string starting at ``i``; None if it is not a string."""
     quote = data[i]
     j = i + 1
+    if char_only and j < len(data) and data[j] != ord("\\"):
+        # One character (UTF-8: 1-4 bytes) then the quote, or it is a lifetime/label.
+        lead = data[j]
+        width = 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+        return j + width + 1 if data[j + width : j + width + 1] == b"'" else None
     limit = min(len(data), i + 12) if char_only else len(data)
     while j < limit:
         c = data[j]

@@ -1,11 +1,11 @@
 """Token-level deletion: the last resort, for small files once every other pass has stalled.
 
-Tokens are string literals, identifier/number runs and single punctuation characters; a
-deleted token takes the horizontal whitespace after it when it starts a word, so ``a b c``
-becomes ``a c``. Only files up to :data:`MAX_BYTES` are cut (ddmin over tokens costs about
-``k log n`` runs for ``k`` surviving tokens), smallest first; Python and JSON candidates pass
-the syntax guard. The driver runs this pass only when the others make no progress
-(:data:`repomin.passes.STALL_ONLY`).
+Tokens are string literals, identifier/number runs and single punctuation characters. A deleted
+token that starts a word takes the blanks after it (before it, at the end of a line), so
+``a b c`` becomes ``a c`` and no deletion leaves trailing blanks. Only files up to
+:data:`MAX_BYTES` are cut (ddmin over tokens costs about ``k log n`` runs for ``k`` surviving
+tokens), smallest first; Python and JSON candidates pass the syntax guard. The driver runs this
+pass only when the others make no progress (:data:`repomin.passes.STALL_ONLY`).
 """
 
 from __future__ import annotations
@@ -34,14 +34,19 @@ class Token:
 
 
 def tokens(data: bytes) -> list[Token]:
-    """The file's tokens; each span also covers trailing blanks when the token starts a word."""
+    """The file's tokens. A token that starts a word also covers the blanks after it, or, when
+    it ends its line, the blanks before it (so no deletion leaves trailing blanks)."""
     out: list[Token] = []
     for match in _TOKEN.finditer(data):
         start, end = match.span()
         if start == 0 or data[start - 1 : start].isspace():
-            blank = _HSPACE.match(data, end)
-            if blank is not None:
-                end = blank.end()
+            newline = data.find(b"\n", end)
+            if not data[end : len(data) if newline < 0 else newline].strip():
+                while start > 0 and data[start - 1 : start] in (b" ", b"\t"):
+                    start -= 1  # the line's last token takes the blanks before it
+            else:
+                blank = _HSPACE.match(data, end)
+                end = blank.end() if blank is not None else end
         out.append(Token(start, end, match.group()))
     return out
 
@@ -64,8 +69,8 @@ class DeleteTokens:
 
         def build(remaining: Sequence[Token]) -> Tree:
             keep = set(remaining)
-            edits = [(t.start, t.end, b"") for t in units if t not in keep]
-            return propose(problem, path, splice(data, edits), guard)
+            cut = _tidy(data, [(t.start, t.end) for t in units if t not in keep])
+            return propose(problem, path, splice(data, [(a, b, b"") for a, b in cut]), guard)
 
         def describe(chunk: Sequence[Token]) -> str:
             shown = b" ".join(t.text for t in chunk[:4]).decode("utf-8", "replace")[:60]
@@ -73,3 +78,21 @@ class DeleteTokens:
             return f"delete tokens {shown!r}{more} in {path}"
 
         ddmin_delete(problem, self.name, units, build, describe)
+
+
+def _tidy(data: bytes, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Merge touching spans; one that ends a line also takes the blanks before it."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    out: list[tuple[int, int]] = []
+    for start, end in merged:
+        newline = data.find(b"\n", end)
+        if not data[end : len(data) if newline < 0 else newline].strip():
+            while start > 0 and data[start - 1 : start] in (b" ", b"\t"):
+                start -= 1
+        out.append((start, end))
+    return out

@@ -1,0 +1,99 @@
+"""The ``normalise`` pass: comments and blank lines out, per language, batched by ddmin."""
+
+from __future__ import annotations
+
+import ast
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from repomin.passes.normalise import Normalise, normalised
+from repomin.tree import Tree
+from tests.unit._pass_harness import PredicateProblem, text_tree
+
+
+def test_python_keeps_shebang_coding_and_string_contents() -> None:
+    source = (
+        b"#!/usr/bin/env python\n# -*- coding: utf-8 -*-\n\nx = 1  # note\n\n# full line\n"
+        b's = """a\n\n# not a comment\n"""\n'
+    )
+    assert normalised("a.py", source) == (
+        b'#!/usr/bin/env python\n# -*- coding: utf-8 -*-\nx = 1\ns = """a\n\n# not a comment\n"""\n'
+    )
+
+
+def test_python_that_does_not_tokenize_is_skipped() -> None:
+    assert normalised("a.py", b'x = """open\n') is None
+
+
+def test_clike_comments_strings_and_token_gluing() -> None:
+    source = b'/* head */\n#include <x.h>\n\nint a/**/b; // c\nchar *s = "// no";\n'
+    assert normalised("a.c", source) == b'#include <x.h>\nint a b;\nchar *s = "// no";\n'
+
+
+def test_js_template_literal_blank_lines_stay() -> None:
+    source = b"const t = `a\n\nb`;\n\n// c\nf();\n"
+    assert normalised("a.js", source) == b"const t = `a\n\nb`;\nf();\n"
+
+
+def test_hash_languages() -> None:
+    assert normalised("run.sh", b"#!/bin/sh\n# c\n\necho '#x'\n") == b"#!/bin/sh\necho '#x'\n"
+    dockerfile = b"# syntax=docker/dockerfile:1\n# note\nFROM x\n\nRUN y\n"
+    assert normalised("Dockerfile", dockerfile) == b"# syntax=docker/dockerfile:1\nFROM x\nRUN y\n"
+    assert normalised("c.yaml", b"a: 1  # stays: not whole-line\n") is None
+
+
+def test_unknown_and_unchanged_files() -> None:
+    assert normalised("README.md", b"# Title\n\ntext\n") is None
+    assert normalised("a.py", b"x = 1\n") is None
+
+
+def test_one_candidate_for_all_files_when_accepted() -> None:
+    tree = text_tree({"a.py": "x = 1\n\n# c\n", "b.c": "int x; // c\n", "c.sh": "# c\nls\n"})
+    problem = PredicateProblem(tree, lambda t: True)
+    Normalise().run(problem)
+    assert problem.calls == 1 and len(problem.accepted) == 1
+    assert problem.current["b.c"].data == b"int x;\n"
+
+
+def test_batch_splits_on_rejection() -> None:
+    tree = text_tree({"a.py": "x = 1\n\n# c\n", "b.c": "int x; // KEEP\n", "c.sh": "# c\nls\n"})
+    problem = PredicateProblem(tree, lambda t: b"KEEP" in t["b.c"].data)
+    Normalise().run(problem)
+    assert problem.current["b.c"].data == b"int x; // KEEP\n"
+    assert problem.current["a.py"].data == b"x = 1\n"
+    assert problem.current["c.sh"].data == b"ls\n"
+
+
+def test_kept_files_are_not_normalised() -> None:
+    tree = text_tree({"a.py": "x = 1\n\n"})
+    problem = PredicateProblem(tree, lambda t: True, protected=lambda p: True)
+    Normalise().run(problem)
+    assert problem.proposed == 0
+
+
+LINES = ["x = 1", "# comment", "", "def f():", "    return 2  # trailing", 's = """\n\n#x\n"""']
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=st.lists(st.sampled_from(LINES), max_size=12))
+def test_property_python_ast_unchanged(parts: list[str]) -> None:
+    source = "\n".join(p for p in parts) + "\n"
+    try:
+        before = ast.dump(ast.parse(source))
+    except SyntaxError:
+        return
+    new = normalised("m.py", source.encode())
+    after = source.encode() if new is None else new
+    assert ast.dump(ast.parse(after)) == before
+    assert len(after) <= len(source.encode())
+    assert normalised("m.py", after) is None  # stable
+
+
+def test_pass_is_stable() -> None:
+    tree: Tree = text_tree({"a.py": "x = 1\n\n# c\n"})
+    problem = PredicateProblem(tree, lambda t: True)
+    Normalise().run(problem)
+    before = problem.proposed
+    Normalise().run(problem)
+    assert problem.proposed == before

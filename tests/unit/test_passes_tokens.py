@@ -1,0 +1,99 @@
+"""The ``tokens`` pass (last resort) and the driver's stall-only scheduling."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from repomin.passes import STALL_ONLY
+from repomin.passes.lines import DeleteLines
+from repomin.passes.textedit import compiles
+from repomin.passes.tokens import MAX_BYTES, DeleteTokens, tokens
+from repomin.tree import Tree
+from tests.unit._pass_harness import reduce_in_process, reduce_with_reduction, text_tree
+
+
+def test_tokenizer() -> None:
+    data = b'print("a b", x+1)  # c'
+    assert [t.text for t in tokens(data)] == [
+        b"print", b"(", b'"a b"', b",", b"x", b"+", b"1", b")", b"#", b"c",
+    ]  # fmt: skip
+    # a word-initial token takes the blanks after it
+    spaced = b"a  b c"
+    assert [spaced[t.start : t.end] for t in tokens(spaced)] == [b"a  ", b"b ", b" c"]
+
+
+def test_cuts_below_lines() -> None:
+    source = "value = compute(alpha, beta, gamma) + offset\n"
+
+    def predicate(tree: Tree) -> bool:
+        return re.search(rb"compute\(.*beta", tree["x.txt"].data) is not None
+
+    by_tokens = reduce_in_process(DeleteTokens(), text_tree({"x.txt": source}), predicate)
+    by_lines = reduce_in_process(DeleteLines(), text_tree({"x.txt": source}), predicate)
+    assert by_tokens.current["x.txt"].data.replace(b" ", b"") == b"compute(beta\n"
+    assert by_lines.current.byte_count == len(source)
+
+
+def test_python_guard_and_size_limit() -> None:
+    seen: list[bytes] = []
+
+    def predicate(tree: Tree) -> bool:
+        seen.append(tree["m.py"].data)
+        return b"MARK" in tree["m.py"].data
+
+    big = "x = 1\n" * (MAX_BYTES // 6 + 1)
+    tree = text_tree({"m.py": "MARK = f(1, 2)\n", "big.txt": big})
+    problem = reduce_in_process(DeleteTokens(), tree, predicate)
+    assert problem.current["big.txt"].data == big.encode()
+    assert all(compiles(data) for data in seen)
+    out = problem.current["m.py"].data
+    assert compiles(out) and out.startswith(b"MARK") and b"f" not in out and b"1" not in out
+
+
+def test_tokens_run_only_when_the_others_stall() -> None:
+    assert "tokens" in STALL_ONLY
+    order: list[str] = []
+
+    class Recorder(DeleteLines):
+        def run(self, problem: object) -> None:
+            order.append("lines")
+            super().run(problem)  # type: ignore[arg-type]
+
+    class TokenRecorder(DeleteTokens):
+        def run(self, problem: object) -> None:
+            order.append("tokens")
+            super().run(problem)  # type: ignore[arg-type]
+
+    source = "keep(this) and drop\nother line\n"
+    tree = text_tree({"x.txt": source})
+    result, ledger = reduce_with_reduction(
+        {"tokens": TokenRecorder(), "lines": Recorder()},
+        tree,
+        lambda t: b"keep(this)" in t["x.txt"].data,
+    )
+    assert result["x.txt"].data == b"keep(this)\n"
+    # lines runs first although tokens is scheduled first; tokens only after lines stalled,
+    # then lines gets another round after tokens made progress
+    assert order[:3] == ["lines", "lines", "tokens"]
+    assert order[-2:] == ["lines", "tokens"]
+    assert ledger.phase("tokens").accepted >= 1
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(words=st.lists(st.sampled_from(["a", "b", "MARK", "(", ")", "x1", '"s t"']), max_size=25))
+def test_property(words: list[str]) -> None:
+    text = " ".join(words)
+    marks = text.count("MARK")
+
+    def predicate(tree: Tree) -> bool:
+        return tree["t.txt"].data.count(b"MARK") == marks
+
+    tree = text_tree({"t.txt": text})
+    first = reduce_in_process(DeleteTokens(), tree, predicate)
+    assert predicate(first.current)
+    assert first.current["t.txt"].data.replace(b" ", b"") == b"MARK" * marks
+    second = reduce_in_process(DeleteTokens(), first.current, predicate)
+    assert second.accepted == []
