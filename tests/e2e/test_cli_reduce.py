@@ -130,10 +130,16 @@ def test_missing_src_output_inside_src_and_existing_output(tmp_path: Path) -> No
 
 def test_low_baseline_rate_aborts(tmp_path: Path) -> None:
     src = _repo(tmp_path)
-    flaky = "[ $(od -An -N1 -tu1 /dev/urandom) -lt 20 ] && echo BUG; exit 0"
-    code, _, err = invoke(str(src), "-o", str(tmp_path / "out"), "--command", flaky,
-                          "--match", "BUG", "--baseline-runs", "10", "--min-baseline-rate", "0.5")
-    assert code == 2 and "below --min-baseline-rate" in err
+    counter = tmp_path / "counter"
+    # Reproduces in exactly every third run: 3 of 10, lower bound 0.087 < 0.5.
+    every_third = (
+        f"n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; "
+        "[ $((n % 3)) -eq 0 ] && echo BUG; exit 0"
+    )
+    code, _, err = invoke(str(src), "-o", str(tmp_path / "out"), "--command", every_third,
+                          "--match", "BUG", "--baseline-runs", "10", "--min-baseline-rate", "0.5",
+                          "--jobs", "1")
+    assert code == 2 and "reproduced 3/10 runs" in err and "below --min-baseline-rate" in err
     assert not (tmp_path / "out").exists()
 
 
