@@ -1,0 +1,224 @@
+"""The trace-guided cut: log parsing, the kept set, the one-candidate pass, and real traced runs
+on the host runner (strace when installed, access times, the in-band stderr transport)."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import pytest
+
+from repomin.passes.trace import TraceCut, kept_by_trace
+from repomin.runners.base import Outcome, RunRequest
+from repomin.runners.host import HostRunner
+from repomin.trace import (
+    TraceResult,
+    atime_paths,
+    disabled,
+    strace_paths,
+    trace_opened_files,
+    wrapper_script,
+)
+from repomin.tree import Entry, Tree
+from tests.unit._pass_harness import PredicateProblem, text_tree
+
+ROOT = "/dev/shm/s/tree"
+
+LOG = [
+    b'101 execve("/bin/sh", ["/bin/sh", "-c", "sh run.sh"], 0x7ffd /* 3 vars */) = 0',
+    b'101 openat(AT_FDCWD</dev/shm/s/tree>, "run.sh", O_RDONLY) = 3</dev/shm/s/tree/run.sh>',
+    b'102 openat(AT_FDCWD</dev/shm/s/tree>, "lnk", O_RDONLY) = 3</dev/shm/s/tree/d/real.txt>',
+    b'101 chdir("/dev/shm/s/tree/sub")        = 0',
+    b'103 openat(AT_FDCWD</dev/shm/s/tree/sub>, "b.txt", O_RDONLY) = 3</dev/shm/s/tree/sub/b.txt>',
+    b'103 newfstatat(4</dev/shm/s/tree/cfg>, "x\\"q.ini", {st_mode=S_IFREG}, 0) = 0',
+    b'103 access("rel.txt", R_OK) = -1 ENOENT (No such file or directory)',
+    b'103 openat(AT_FDCWD</dev/shm/s/tree/sub>, "/usr/lib/x.so", O_RDONLY) = -1 ENOENT',
+    b'104 openat(AT_FDCWD</dev/shm/s/tree>, "caf\\303\\251.txt", O_RDONLY) = 3',
+    b'104 openat(AT_FDCWD</dev/shm/s/tree>, "p <unfinished ...>',
+]
+
+
+def test_strace_log_parsing() -> None:
+    paths = strace_paths(LOG, [ROOT])
+    for expected in ("run.sh", "lnk", "d/real.txt", "sub/b.txt", 'cfg/x"q.ini', "café.txt"):
+        assert expected in paths
+    # a relative path without a directory descriptor resolves against every cwd seen
+    assert {"rel.txt", "sub/rel.txt"} <= paths
+    assert not any(p.startswith("/") or p.startswith("..") for p in paths)
+
+
+def test_atime_listing() -> None:
+    assert atime_paths([b"./a.txt", b"./d/b c.txt", b"junk"]) == {"a.txt", "d/b c.txt"}
+
+
+def _tree() -> Tree:
+    files = {f"d{i}/f{j}.txt": f"{i}{j}\n" for i in range(4) for j in range(4)}
+    entries = dict(text_tree(files).entries)
+    entries["lnk"] = Entry("symlink", b"d1/f1.txt")
+    entries["dirlink"] = Entry("symlink", b"d2")
+    entries["empty"] = Entry("dir")
+    return Tree.of(entries)
+
+
+def test_kept_set_follows_symlinks_and_protects() -> None:
+    tree = _tree()
+    trace = TraceResult("strace", frozenset({"lnk", "dirlink/f3.txt", "d0/f0.txt"}), "")
+    keep = kept_by_trace(tree, trace, lambda p: p == "d3/f3.txt")
+    assert keep == {"lnk", "d1/f1.txt", "dirlink", "d2/f3.txt", "d0/f0.txt", "d3/f3.txt"}
+    atime = TraceResult("atime", frozenset({"d0/f0.txt"}), "")
+    assert kept_by_trace(tree, atime, lambda p: False) == {"d0/f0.txt", "lnk", "dirlink", "empty"}
+
+
+def test_cut_is_one_candidate_and_runs_once() -> None:
+    tree = _tree()
+    trace = TraceResult("strace", frozenset({"d0/f0.txt", "d1/f2.txt"}), "")
+    problem = PredicateProblem(tree, lambda t: "d0/f0.txt" in t and "d1/f2.txt" in t)
+    cut = TraceCut(trace)
+    cut.run(problem)
+    assert problem.calls == 1 and len(problem.accepted) == 1
+    assert sorted(problem.current) == ["d0/f0.txt", "d1/f2.txt"]
+    assert "delete the 16 files" in problem.accepted[0][1]
+    cut.run(problem)
+    assert problem.proposed == 1
+
+
+def test_wrong_trace_is_rejected_and_changes_nothing() -> None:
+    tree = _tree()
+    trace = TraceResult("strace", frozenset({"d0/f0.txt"}), "")
+    problem = PredicateProblem(tree, lambda t: "d3/f3.txt" in t)
+    TraceCut(trace).run(problem)
+    assert problem.calls == 1 and problem.accepted == []
+    assert problem.current.digest == tree.digest
+
+
+@pytest.mark.parametrize("trace", [None, disabled(), TraceResult("unavailable", None, "no tracer")])
+def test_no_usable_trace_no_proposal(trace: TraceResult | None) -> None:
+    problem = PredicateProblem(_tree(), lambda t: True)
+    TraceCut(trace).run(problem)
+    assert problem.proposed == 0
+
+
+# -- traced runs on the host runner ----------------------------------------------------------
+
+SCRIPT = (
+    "cat d1/f1.txt >/dev/null\n"
+    "cat lnk >/dev/null\n"
+    "(cd d2 && cat f2.txt >/dev/null)\n"
+    "echo boom >&2\n"
+    "exit 3\n"
+)
+
+
+@pytest.fixture
+def runner() -> Any:
+    r = HostRunner()
+    yield r
+    r.close()
+
+
+def _run_tree() -> Tree:
+    entries = dict(_tree().entries)
+    entries["run.sh"] = Entry("file", SCRIPT.encode(), 0o644, True)
+    return Tree.of(entries)
+
+
+def _check(result: TraceResult, tree: Tree, expected: set[str]) -> None:
+    assert result.usable, result.reason
+    assert result.exit_code == 3 and result.reproduced is True
+    touched = {p for p in result.opened or () if p in tree}
+    assert expected <= touched
+    assert not touched & {"d0/f0.txt", "d3/f3.txt", "d2/f1.txt"}
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+@pytest.mark.parametrize("in_band", [False, True])
+def test_strace_on_host(runner: HostRunner, in_band: bool) -> None:
+    tree = _run_tree()
+    result = trace_opened_files(
+        runner,
+        tree,
+        "sh run.sh",
+        {},
+        20,
+        in_band=in_band,
+        reproduces=lambda o: o.exit_code == 3 and b"boom" in o.stderr and b"@@" not in o.stderr,
+    )
+    assert result.method == "strace"
+    _check(result, tree, {"run.sh", "d1/f1.txt", "lnk", "d2/f2.txt"})
+
+
+@pytest.mark.parametrize("in_band", [False, True])
+def test_atime_fallback_on_host(runner: HostRunner, in_band: bool) -> None:
+    tree = _run_tree()
+    result = trace_opened_files(
+        runner,
+        tree,
+        "sh run.sh",
+        {},
+        20,
+        methods=("atime",),
+        in_band=in_band,
+        reproduces=lambda o: o.exit_code == 3 and b"@@" not in o.stderr,
+    )
+    if result.method == "unavailable":
+        pytest.skip(f"this filesystem does not record access times: {result.reason}")
+    assert result.method == "atime"
+    _check(result, tree, {"run.sh", "d1/f1.txt", "d2/f2.txt"})
+
+
+def test_no_method_is_unavailable_but_still_runs(runner: HostRunner) -> None:
+    result = trace_opened_files(runner, _run_tree(), "sh run.sh", {}, 20, methods=())
+    assert result.method == "unavailable" and not result.usable
+    assert result.exit_code == 3
+    assert "neither strace nor access times" in result.reason
+
+
+class _CannedRunner:
+    backend = "docker"
+
+    def __init__(self, outcome: Outcome) -> None:
+        self.outcome = outcome
+        self.requests: list[RunRequest] = []
+
+    def run(self, tree: Tree, request: RunRequest) -> Outcome:
+        self.requests.append(request)
+        return self.outcome
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "docker"}
+
+    def close(self) -> None:
+        pass
+
+
+def test_truncated_or_missing_in_band_log_is_discarded() -> None:
+    truncated = Outcome(
+        exit_code=1,
+        stderr=b"out\n@@repomin-trace-begin-x@@\nstrace\n/t\n[... repomin: output truncated ...]\n",
+    )
+    canned = _CannedRunner(truncated)
+    result = trace_opened_files(canned, _tree(), "true", {}, 5)
+    assert result.method == "unavailable" and "truncated" in result.reason
+    # non-host backends use the in-band transport and a longer timeout
+    assert "@@repomin-trace-begin-" in canned.requests[0].command
+    assert canned.requests[0].timeout > 5
+
+
+def test_timeouts_and_runner_errors_are_not_fatal() -> None:
+    timed_out = trace_opened_files(
+        _CannedRunner(Outcome(None, timed_out=True)), _tree(), "x", {}, 1
+    )
+    assert timed_out.method == "unavailable" and "timed out" in timed_out.reason
+
+    class Broken(_CannedRunner):
+        def run(self, tree: Tree, request: RunRequest) -> Outcome:
+            raise OSError("engine gone")
+
+    broken = trace_opened_files(Broken(Outcome(0)), _tree(), "x", {}, 1)
+    assert broken.method == "unavailable" and "engine gone" in broken.reason
+
+
+def test_wrapper_quotes_the_command() -> None:
+    script = wrapper_script("echo 'a b' \"$HOME\"; exit 4", None, "tok", ("strace", "atime"))
+    assert "'echo '\"'\"'a b'\"'\"' \"$HOME\"; exit 4'" in script
+    assert script.rstrip().endswith('exit "$__rm_rc"')
