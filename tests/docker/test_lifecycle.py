@@ -86,22 +86,22 @@ def test_two_jobs_run_concurrently_in_two_containers(make_runner: Any) -> None:
     outcomes: list[Outcome] = []
     lock = threading.Lock()
 
-    def one(n: int) -> None:
-        outcome = run(runner, f"sleep 0.5; echo {n}")
+    def one() -> None:
+        # /proc/uptime is one clock for all containers: it shows whether samples overlapped.
+        outcome = run(runner, "cut -d' ' -f1 /proc/uptime; sleep 0.5; cut -d' ' -f1 /proc/uptime")
         with lock:
             outcomes.append(outcome)
 
-    started = time.monotonic()
-    threads = [threading.Thread(target=one, args=(n,)) for n in range(4)]
+    threads = [threading.Thread(target=one) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    wall = time.monotonic() - started
-    assert sorted(o.stdout for o in outcomes) == [b"0\n", b"1\n", b"2\n", b"3\n"]
-    assert all(o.exit_code == 0 for o in outcomes)
+    assert all(o.exit_code == 0 for o in outcomes), outcomes
     assert len({o.extra["docker_container"] for o in outcomes}) == 2
-    assert wall < 0.8 * sum(o.duration for o in outcomes)  # they overlapped
+    spans = [tuple(float(x) for x in o.stdout.split()) for o in outcomes]
+    overlapping = sum(1 for a in spans for b in spans if a is not b and a[0] < b[1] and b[0] < a[1])
+    assert overlapping >= 2  # at least one pair ran at the same time
 
 
 def test_close_removes_everything_and_is_idempotent(client: Any) -> None:

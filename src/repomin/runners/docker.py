@@ -321,6 +321,7 @@ class DockerRunner:
         self._sockets: list[Any] = []
         self._counter = itertools.count(1)
         self._kills = 0
+        self._tars: dict[str, bytes] = {}
         self._direct: list[str] = []
         self._all_slots: list[_Slot] = []
         try:
@@ -547,7 +548,7 @@ class DockerRunner:
             wipe(worker.bind_dir)
             fill(worker.bind_dir, tree, lim.uid, lim.gid)
         else:
-            payload = tar_bytes(tree, lim.uid, lim.gid)
+            payload = self._tar(tree)
         mode = "stream" if worker.bind_dir is None else "bind"
         argv = [str(lim.uid), nonce, mode, str(len(payload)), request.command]
         exec_id = self.api.exec_create(
@@ -627,6 +628,19 @@ class DockerRunner:
         if healthy and worker.bind_dir is not None:
             wipe(worker.bind_dir)
         return Outcome(exit_code=exit_code, resource_exhausted=exhausted, **common), healthy
+
+    def _tar(self, tree: Tree) -> bytes:
+        """The tree's archive; the last few are kept, as a candidate is usually sampled often."""
+        with self._lock:
+            cached = self._tars.get(tree.digest)
+        if cached is not None:
+            return cached
+        archive = tar_bytes(tree, self.limits.uid, self.limits.gid)
+        with self._lock:
+            self._tars[tree.digest] = archive
+            while len(self._tars) > len(self._all_slots) + 1:
+                self._tars.pop(next(iter(self._tars)))
+        return archive
 
     def _kill_sample(self, worker: _Worker) -> tuple[int | None, int | None] | None:
         """Kill every process of the sample's uid; the cgroup counters, or ``None`` on failure."""

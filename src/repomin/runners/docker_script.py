@@ -74,6 +74,7 @@ rp_wipe() {
     rp_clean=1
     for rp_dir in "$@"; do
         [ -d "$rp_dir" ] || continue
+        rp_empty "$rp_dir" && continue
         rm -rf "$rp_dir"/* "$rp_dir"/.[!.]* "$rp_dir"/..?* 2>/dev/null
         if ! rp_empty "$rp_dir"; then
             chmod -R u+rwx "$rp_dir"/* "$rp_dir"/.[!.]* "$rp_dir"/..?* 2>/dev/null
