@@ -31,7 +31,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _nothing_survives_the_suite() -> Iterator[None]:
     yield
     if CLIENT is not None:
-        assert leftovers() == [], "Docker objects with a test label survived the test suite"
+        try:
+            assert leftovers() == [], "Docker objects with a test label survived the test suite"
+        finally:
+            CLIENT.close()
 
 
 @pytest.fixture(scope="session")
