@@ -105,6 +105,7 @@ class Verdict:
     early: bool = False
     saved: int = 0
     duration: float = 0.0
+    retested: bool = False
 
     def evidence(self, confidence: float) -> dict[str, Any]:
         """The event fields the spec lists (rates and bounds derived from the counts)."""
@@ -188,6 +189,7 @@ class Oracle:
         self.inconsistencies = 0
         self.incumbent_checks = 0
         self.screen_runs = 1
+        self.retest_rejections = False
         self._family = 0
         self._lock = threading.Lock()
         self._started = time.monotonic()
@@ -333,8 +335,19 @@ class Oracle:
 
     # -- candidates --------------------------------------------------------------------------
 
+    @property
+    def flaky(self) -> bool:
+        """Rejections are evidence, not proof: the failure does not reproduce every time."""
+        return self.policy != "single" and self.failure_budget != 0
+
     def cached(self, tree: Tree) -> Verdict | None:
-        return self.cache.get(tree.digest) if self.use_cache else None
+        """A cached verdict, except a not-yet-retested rejection while retesting is on."""
+        if not self.use_cache:
+            return None
+        hit = self.cache.get(tree.digest)
+        if hit is not None and self.retest_rejections and not hit.accepted and not hit.retested:
+            return None
+        return hit
 
     def evaluate(
         self, tree: Tree, phase: str, label: str, cancel: threading.Event | None = None
@@ -344,6 +357,7 @@ class Oracle:
         if hit is not None:
             self.ledger.add_cache_hit(phase)
             return hit
+        retest = tree.digest in self.cache
 
         def run_one() -> bool:
             if cancel is not None and cancel.is_set():
@@ -370,6 +384,7 @@ class Oracle:
                 policy,
                 design="single-run" if policy == "single" else "screen",
                 duration=time.monotonic() - started,
+                retested=retest,
             )
             self._remember(tree, verdict)
             return verdict
@@ -404,6 +419,7 @@ class Oracle:
             early=accepted and runs < design.max_runs(),
             saved=saved,
             duration=time.monotonic() - started,
+            retested=retest,
         )
         self._remember(tree, verdict)
         return verdict

@@ -183,7 +183,18 @@ def run_passes(
                     _run_pass(reduction, name, instances[name]) is not None for name in last_resort
                 )
             if not progress:
-                return ReductionResult(reduction.current, "fixpoint", rounds)
+                oracle = reduction.oracle
+                if oracle.retest_rejections or not oracle.flaky:
+                    return ReductionResult(reduction.current, "fixpoint", rounds)
+                # A flaky oracle can reject a good candidate: at the fixpoint (where the tree
+                # is small and candidates are few) every rejected tree gets one more test.
+                oracle.retest_rejections = True
+                reduction.ledger.event(
+                    order[0],
+                    "fixpoint under a flaky oracle: re-testing rejected candidates once",
+                    decision="info",
+                )
+                continue
             # Structural passes keep their relative order; ties keep the schedule order.
             order.sort(key=lambda n: (-(yield_.get(n) or 0.0), schedule.index(n)))
             order = _files_first(order)
