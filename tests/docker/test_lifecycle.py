@@ -200,11 +200,13 @@ def test_reap_stale_removes_what_dead_sessions_left(client: Any) -> None:
 
 CHILD = textwrap.dedent(
     """
-    import sys, threading
+    import atexit, sys, threading
     from repomin.runners.base import RunRequest
     from repomin.runners.docker import DockerRunner
     from repomin.tree import Entry, Tree
 
+    # Registered first, so it runs after the runner's own atexit hook (LIFO).
+    atexit.register(lambda: print("after close:", runner._scratch.path.exists(), flush=True))
     runner = DockerRunner(image=sys.argv[1], session_label=sys.argv[2], jobs=2)
     tree = Tree.of({"f": Entry("file", b"x")})
     for _ in range(2):
@@ -236,6 +238,7 @@ def test_nothing_survives_a_killed_or_interrupted_client(client: Any, signum: in
         time.sleep(0.3)  # let both samples start
         child.send_signal(signum)
         child.wait(10)
+        rest = child.stdout.read()
     finally:
         if child.poll() is None:
             child.kill()
@@ -248,8 +251,10 @@ def test_nothing_survives_a_killed_or_interrupted_client(client: Any, signum: in
     while labelled(client, label) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert labelled(client, label) == []
-    if signum != signal.SIGINT:
-        assert scratch.exists()  # nothing ran in the client: the next start-up reaps it
+    if signum == signal.SIGINT:
+        assert rest == "after close: False\n"
+    else:
+        assert rest == ""  # nothing ran in the client: the next start-up reaps the rest
         reap_stale(client)
     assert not scratch.exists()
     assert leftovers(label) == []
