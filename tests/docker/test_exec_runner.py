@@ -71,6 +71,10 @@ def test_describe_records_the_boundary(runner: Any) -> None:
     assert info["docker_strategy"] == "exec-per-sample"
 
 
+def test_no_network_by_default(any_runner: Any) -> None:
+    assert run(any_runner, "ls /sys/class/net").stdout == b"lo\n"
+
+
 def test_exit_code_output_environment_and_tree(runner: Any) -> None:
     outcome = run(
         runner,

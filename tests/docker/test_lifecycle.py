@@ -76,11 +76,6 @@ def test_bad_settings_are_usage_errors(client: Any, kwargs: dict[str, Any], mess
     assert labelled(client, label) == []
 
 
-def test_no_network_by_default(make_runner: Any) -> None:
-    outcome = run(make_runner(), "ls /sys/class/net")
-    assert outcome.stdout == b"lo\n"
-
-
 def test_two_jobs_run_concurrently_in_two_containers(make_runner: Any) -> None:
     runner = make_runner(jobs=2)
     outcomes: list[Outcome] = []
