@@ -6,6 +6,7 @@ sample and that the next sample on the same worker starts from a clean slate.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 from repomin.errors import UsageError
 from repomin.runners.base import OUTPUT_LIMIT, RunRequest
 from repomin.tree import Entry, Tree
-from tests.docker._support import run
+from tests.docker._support import BUSYBOX, TREE, new_label, run
 
 pytestmark = pytest.mark.docker
 
@@ -231,3 +232,63 @@ def test_big_trees_with_odd_names_arrive_intact(runner: Any) -> None:
     )
     assert outcome.exit_code == 0, outcome
     assert outcome.stdout.decode().split() == ["302", "long", "-r--r--r--", "50"]
+
+
+@pytest.mark.parametrize("dd_works", [True, False])
+def test_streamed_trees_without_a_block_copying_dd(
+    client: Any, tmp_path: Any, dd_works: bool
+) -> None:
+    """The sample script falls back to ``head -c`` when ``dd iflag=fullblock`` fails."""
+    from docker.types import Mount
+    from docker.utils.socket import frames_iter
+
+    from repomin.runners.docker_script import SAMPLE_SCRIPT, STREAM_BLOCK, split_trailer
+    from repomin.runners.docker_transport import tar_bytes
+
+    fake = tmp_path / "dd"
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    mounts = (
+        [] if dd_works else [Mount("/usr/local/bin/dd", str(fake), type="bind", read_only=True)]
+    )
+    payload = tar_bytes(TREE, 65534, 65534)
+    payload += bytes(-len(payload) % STREAM_BLOCK)
+    nonce = "f" * 16
+    api = client.api
+    cid = api.create_container(
+        BUSYBOX,
+        command=[
+            "/bin/sh",
+            "-c",
+            SAMPLE_SCRIPT,
+            "repomin",
+            "65534",
+            nonce,
+            "stream",
+            str(len(payload)),
+            "cat README.txt; ls /usr/local/bin 2>/dev/null; true",
+        ],
+        user="65534:65534",
+        stdin_open=True,
+        labels={"io.repomin.session": new_label(), "io.repomin.pid": str(os.getpid())},
+        host_config=api.create_host_config(
+            read_only=True,
+            network_mode="none",
+            tmpfs={"/work": "rw,exec,uid=65534,gid=65534", "/tmp": "rw"},
+            mounts=mounts,
+        ),
+    )["Id"]
+    try:
+        sock = api.attach_socket(cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+        api.start(cid)
+        sock._sock.sendall(payload)
+        frames = list(frames_iter(sock, tty=False))
+        sock._sock.close()
+        sock.close()
+    finally:
+        api.remove_container(cid, force=True)
+    stdout = b"".join(data for stream, data in frames if stream == 1)
+    stderr = b"".join(data for stream, data in frames if stream == 2)
+    trailer, _ = split_trailer(stderr, nonce)
+    assert trailer is not None and trailer.exit_code == 0, stderr
+    assert stdout.splitlines() == [b"hello from the tree"] + ([] if dd_works else [b"dd"])

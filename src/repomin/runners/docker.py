@@ -52,6 +52,7 @@ from repomin.runners.docker_script import (
     KEEPALIVE,
     REAP_SCRIPT,
     SAMPLE_SCRIPT,
+    STREAM_BLOCK,
     WORKDIR,
     Capture,
     assemble,
@@ -636,6 +637,7 @@ class DockerRunner:
         if cached is not None:
             return cached
         archive = tar_bytes(tree, self.limits.uid, self.limits.gid)
+        archive += bytes(-len(archive) % STREAM_BLOCK)
         with self._lock:
             self._tars[tree.digest] = archive
             while len(self._tars) > len(self._all_slots) + 1:

@@ -21,6 +21,9 @@ from repomin.runners.base import OUTPUT_LIMIT, truncate
 #: Same marker as :func:`repomin.runners.base.truncate` uses.
 TRUNCATION_MARK = b"\n[... repomin: output truncated ...]\n"
 
+#: Streamed trees are padded with zeros to a multiple of this (tar ignores trailing zeros).
+STREAM_BLOCK = 65536
+
 #: Where the tree lives inside the container (also ``Outcome.workdir``).
 WORKDIR = "/work"
 
@@ -89,6 +92,7 @@ PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 )
 
 #: argv: uid nonce transport(bind|stream) payload-bytes command. Exits 0 when it framed.
+#: A streamed payload's length must be a multiple of :data:`STREAM_BLOCK`.
 SAMPLE_SCRIPT = (
     r"""
 rp_uid=$1; rp_nonce=$2; rp_mode=$3; rp_size=$4; rp_cmd=$5; rp_path=$PATH
@@ -112,7 +116,13 @@ if [ "$rp_w" != 0 ]; then
     exit 0
 fi
 if [ "$rp_mode" = stream ]; then
-    (umask 0 && head -c "$rp_size" | tar -xf - -C /work)
+    # dd reads the (64 KiB-padded) payload in big blocks; head -c is the portable fallback.
+    if dd if=/dev/zero of=/dev/null bs=512 count=1 iflag=fullblock 2>/dev/null; then
+        (umask 0 && dd bs=65536 count=$((rp_size / 65536)) iflag=fullblock 2>/dev/null |
+            tar -xf - -C /work)
+    else
+        (umask 0 && head -c "$rp_size" | tar -xf - -C /work)
+    fi
     rp_t=$?
     if [ "$rp_t" != 0 ]; then
         rp_counters
