@@ -28,33 +28,44 @@ import itertools
 import logging
 import os
 import queue
-import re
 import secrets
-import shlex
 import shutil
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from docker.client import DockerClient
-from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.errors import APIError, ImageNotFound, NotFound
 from docker.types import LogConfig, Mount
-from docker.utils import parse_bytes, parse_repository_tag
-from docker.utils.socket import SocketError, frames_iter
-from requests.exceptions import RequestException
+from docker.utils import parse_repository_tag
 
 from repomin.errors import InfrastructureError, UsageError
 from repomin.runners.base import Outcome, RunRequest
+from repomin.runners.docker_direct import run_direct
+from repomin.runners.docker_engine import (
+    DEFAULT_USER,
+    ENGINE_ERRORS,
+    IMPLICIT_ENVIRONMENT,
+    KILL_GRACE,
+    LABEL_PID,
+    LABEL_SESSION,
+    EngineFailure,
+    Limits,
+    Pump,
+    close_socket,
+    connect,
+    no_timeout,
+    parse_limits,
+    reap_stale,
+    session_labels,
+)
 from repomin.runners.docker_script import (
     KEEPALIVE,
     REAP_SCRIPT,
     SAMPLE_SCRIPT,
     STREAM_BLOCK,
     WORKDIR,
-    Capture,
     assemble,
     increased,
     split_header,
@@ -63,104 +74,19 @@ from repomin.runners.docker_script import (
 from repomin.runners.docker_transport import (
     ScratchRoot,
     fill,
-    owner_alive,
-    owner_record,
     probe_bind,
     probe_shell,
-    reap_stale_dirs,
     tar_bytes,
     wipe,
 )
 from repomin.tree import Tree
 
+__all__ = ["DEFAULT_USER", "DockerRunner", "Limits", "parse_limits", "reap_stale"]
+
 log = logging.getLogger(__name__)
 
-LABEL_SESSION = "io.repomin.session"
-LABEL_HOST = "io.repomin.host"
-LABEL_PID = "io.repomin.pid"
-LABEL_PID_START = "io.repomin.pid_start"
-LABEL_ROLE = "io.repomin.role"
-
-DEFAULT_USER = "65534:65534"
-#: Where a per-sample volume is mounted (direct strategy, streamed trees); the tree is in work/.
-VOLUME_ROOT = "/repomin"
 #: Extra attempts of one sample inside the runner after an engine error (on a fresh worker).
 RETRIES = 2
-#: The worker's own processes (init, keep-alive, script, command shell, a kill exec) need room.
-MIN_PIDS_LIMIT = 16
-MIN_MEMORY = 6 * 1024 * 1024
-#: Seconds to wait for the engine after killing a sample before the worker is recycled.
-KILL_GRACE = 10.0
-#: What every sample sees unless the request overrides it (mirrors the host runner).
-IMPLICIT_ENVIRONMENT: Mapping[str, str] = {
-    "HOME": "/tmp",
-    "TMPDIR": "/tmp",
-    "TMP": "/tmp",
-    "TEMP": "/tmp",
-    "LANG": "C.UTF-8",
-}
-_ENGINE_ERRORS = (DockerException, RequestException, SocketError, OSError)
-_NOT_EXECUTABLE = re.compile(r"executable file not found|no such file or directory", re.I)
-
-
-class _EngineFailure(Exception):
-    """Raised inside a sample when the engine (not the command) failed; recycles the worker."""
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """The validated container settings of one runner."""
-
-    network: str
-    memory: str | None
-    memory_bytes: int | None
-    cpus: float | None
-    pids_limit: int | None
-    uid: int
-    gid: int
-
-    @property
-    def user(self) -> str:
-        return f"{self.uid}:{self.gid}"
-
-    @property
-    def keepalive_user(self) -> str:
-        other = 65533 if self.uid == 65534 else 65534
-        return f"{other}:{other}"
-
-
-def parse_limits(
-    *,
-    network: str,
-    memory: str | None,
-    cpus: float | None,
-    pids_limit: int | None,
-    user: str | None,
-) -> Limits:
-    """Check the settings; each problem is a :class:`UsageError` naming the value and the fix."""
-    if network not in ("none", "bridge"):
-        raise UsageError(f"--network {network!r} is not supported; use 'none' or 'bridge'")
-    memory_bytes: int | None = None
-    if memory is not None:
-        try:
-            memory_bytes = int(parse_bytes(memory))
-        except (DockerException, ValueError):
-            memory_bytes = None
-        if memory_bytes is None or memory_bytes < MIN_MEMORY:
-            raise UsageError(f"--memory {memory!r} is not a size of at least 6m (e.g. 512m, 2g)")
-    if cpus is not None and not cpus > 0:
-        raise UsageError(f"--cpus {cpus!r} must be a positive number (e.g. 1.5)")
-    if pids_limit is not None and pids_limit < MIN_PIDS_LIMIT:
-        raise UsageError(f"--pids-limit {pids_limit} is too small; use at least {MIN_PIDS_LIMIT}")
-    spec = DEFAULT_USER if user is None else user
-    match = re.fullmatch(r"(\d+)(?::(\d+))?", spec)
-    if match is None:
-        raise UsageError(f"--user {spec!r} must be numeric UID[:GID] (e.g. {DEFAULT_USER})")
-    uid = int(match.group(1))
-    gid = int(match.group(2)) if match.group(2) is not None else uid
-    if uid == 0:
-        raise UsageError("--user 0 (root) is refused: samples run as a non-root user")
-    return Limits(network, memory, memory_bytes, cpus, pids_limit, uid, gid)
 
 
 @dataclass(eq=False)
@@ -178,108 +104,6 @@ class _Slot:
     index: int
     worker: _Worker | None = None
     busy: bool = False
-
-
-class _Pump(threading.Thread):
-    """Feeds an exec's stdin and collects its multiplexed stdout/stderr frames."""
-
-    def __init__(self, sock: Any, payload: bytes) -> None:
-        super().__init__(name="repomin-docker-pump", daemon=True)
-        self.sock = sock
-        self.payload = payload
-        self.out = Capture()
-        self.err = Capture()
-        self.sent = threading.Event()
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            if self.payload:
-                _raw_socket(self.sock).sendall(self.payload)
-            self.sent.set()
-            for stream, data in frames_iter(self.sock, tty=False):
-                (self.err if stream == 2 else self.out).add(data)
-        except Exception as exc:  # reported to the sample's thread, which decides
-            self.error = exc
-        finally:
-            self.sent.set()
-            _close_socket(self.sock)
-
-
-def _raw_socket(sock: Any) -> Any:
-    return getattr(sock, "_sock", sock)
-
-
-def _close_socket(sock: Any) -> None:
-    """Close a hijacked connection: the wrapper, the socket under it and its HTTP response."""
-    for part in (sock, getattr(sock, "_sock", None), getattr(sock, "_response", None)):
-        if part is not None:
-            with contextlib.suppress(Exception):
-                part.close()
-
-
-def _no_timeout(sock: Any) -> None:
-    """Hijacked sockets inherit the client's HTTP timeout; samples may be silent for longer."""
-    for candidate in (sock, getattr(sock, "_sock", None)):
-        if candidate is not None and hasattr(candidate, "settimeout"):
-            candidate.settimeout(None)
-
-
-def session_labels(session_label: str, role: str) -> dict[str, str]:
-    owner = owner_record()
-    return {
-        LABEL_SESSION: session_label,
-        LABEL_HOST: owner["host"],
-        LABEL_PID: owner["pid"],
-        LABEL_PID_START: owner["pid_start"],
-        LABEL_ROLE: role,
-    }
-
-
-def _owner_dead(labels: Mapping[str, str]) -> bool:
-    try:
-        pid = int(labels[LABEL_PID])
-        host = labels[LABEL_HOST]
-    except (KeyError, ValueError):
-        return False
-    return not owner_alive(host, pid, labels.get(LABEL_PID_START, ""))
-
-
-def reap_stale(client: Any) -> int:
-    """Remove labelled containers and volumes whose owning session is dead; returns the count.
-
-    A session is dead when it ran on this host and its pid is gone (or now belongs to a process
-    started at another time). Sessions of other hosts are left alone.
-    """
-    api = client.api
-    removed = 0
-    for container in api.containers(all=True, filters={"label": LABEL_SESSION}):
-        if _owner_dead(container.get("Labels") or {}):
-            with contextlib.suppress(NotFound, APIError):
-                api.remove_container(container["Id"], force=True, v=True)
-                removed += 1
-    for volume in api.volumes(filters={"label": LABEL_SESSION}).get("Volumes") or []:
-        if _owner_dead(volume.get("Labels") or {}):
-            with contextlib.suppress(NotFound, APIError):
-                api.remove_volume(volume["Name"], force=True)
-                removed += 1
-    removed += reap_stale_dirs()
-    if removed:
-        log.info("removed %d leftovers of dead repomin sessions", removed)
-    return removed
-
-
-def connect(client: Any | None = None, jobs: int = 1) -> Any:
-    """A Docker client that answers, or :class:`InfrastructureError` with the reason."""
-    try:
-        if client is None:
-            client = DockerClient.from_env(max_pool_size=max(10, 2 * jobs + 4))
-        client.ping()
-    except _ENGINE_ERRORS as exc:
-        raise InfrastructureError(
-            f"cannot reach the Docker engine ({exc}); start dockerd or set DOCKER_HOST"
-        ) from exc
-    return client
 
 
 class DockerRunner:
@@ -327,7 +151,7 @@ class DockerRunner:
         self._all_slots: list[_Slot] = []
         try:
             reap_stale(self.client)
-        except _ENGINE_ERRORS as exc:
+        except ENGINE_ERRORS as exc:
             log.warning("could not reap stale repomin containers: %s", exc)
         self.image_id = self._resolve_image(image, pull)
         self.transport = "stream"
@@ -347,7 +171,7 @@ class DockerRunner:
                     f"the Docker engine rejected the container settings: {exc.explanation or exc}"
                 ) from exc
             raise InfrastructureError(f"the Docker engine failed at start-up: {exc}") from exc
-        except _ENGINE_ERRORS as exc:
+        except ENGINE_ERRORS as exc:
             self.close()
             raise InfrastructureError(f"the Docker engine failed at start-up: {exc}") from exc
         except BaseException:
@@ -391,7 +215,7 @@ class DockerRunner:
                 f"Docker image {ref!r} not found; build it (docker/build-test-images.sh builds "
                 f"repomin-test/busybox:1) or {hint}"
             ) from exc
-        except _ENGINE_ERRORS as exc:
+        except ENGINE_ERRORS as exc:
             raise InfrastructureError(f"cannot resolve Docker image {ref!r}: {exc}") from exc
 
     def _labels(self, role: str) -> dict[str, str]:
@@ -427,7 +251,7 @@ class DockerRunner:
                 self._containers.add(cid)
         if closed:
             self._remove_container(cid)
-            raise _EngineFailure("the runner is closed")
+            raise EngineFailure("the runner is closed")
 
     def _start_worker(self) -> _Worker:
         bind_dir: Path | None = None
@@ -506,14 +330,14 @@ class DockerRunner:
     def _attempt(self, slot: _Slot, tree: Tree, request: RunRequest) -> Outcome:
         try:
             if not self.has_shell:
-                return self._sample_direct(tree, request)
+                return run_direct(self, tree, request)
             if slot.worker is None:
                 slot.worker = self._start_worker()
             outcome, healthy = self._sample_exec(slot.worker, tree, request)
             if not healthy or self.fresh_container:
                 self._recycle(slot)
             return outcome
-        except (_EngineFailure, *_ENGINE_ERRORS) as exc:
+        except (EngineFailure, *ENGINE_ERRORS) as exc:
             self._recycle(slot)
             message = str(exc) or type(exc).__name__
             return Outcome(exit_code=None, infrastructure_error=message, workdir=WORKDIR)
@@ -523,7 +347,7 @@ class DockerRunner:
         if worker is None:
             return
         self._remove_container(worker.cid)
-        _close_socket(worker.keepalive)
+        close_socket(worker.keepalive)
         with self._lock:
             if worker.keepalive in self._sockets:
                 self._sockets.remove(worker.keepalive)
@@ -531,7 +355,7 @@ class DockerRunner:
             shutil.rmtree(worker.bind_dir, ignore_errors=True)
 
     def _remove_container(self, cid: str) -> None:
-        with contextlib.suppress(*_ENGINE_ERRORS):
+        with contextlib.suppress(*ENGINE_ERRORS):
             self.api.remove_container(cid, force=True, v=True)
         with self._lock:
             self._containers.discard(cid)
@@ -561,11 +385,11 @@ class DockerRunner:
             workdir="/",
         )["Id"]
         sock = self.api.exec_start(exec_id, socket=True)
-        _no_timeout(sock)
-        pump = _Pump(sock, payload)
+        no_timeout(sock)
+        pump = Pump(sock, payload)
         pump.start()
         if not pump.sent.wait(max(60.0, request.timeout)):
-            raise _EngineFailure("the engine did not accept the tree in time")
+            raise EngineFailure("the engine did not accept the tree in time")
         started = time.monotonic()
         pump.join(request.timeout)
         timed_out = pump.is_alive()
@@ -574,11 +398,11 @@ class DockerRunner:
             healthy = self._kill_sample(worker) is not None
             pump.join(KILL_GRACE)
             if pump.is_alive():
-                raise _EngineFailure("the engine did not end a timed-out sample")
+                raise EngineFailure("the engine did not end a timed-out sample")
         duration = time.monotonic() - started
         worker.samples += 1
         if pump.error is not None and not timed_out:
-            raise _EngineFailure(f"lost the sample's output stream: {pump.error}")
+            raise EngineFailure(f"lost the sample's output stream: {pump.error}")
 
         script_status = None if timed_out else self.api.exec_inspect(exec_id).get("ExitCode")
         stdout = assemble(*pump.out.parts())
@@ -605,7 +429,7 @@ class DockerRunner:
             return Outcome(exit_code=None, timed_out=True, **common), healthy
 
         if trailer is not None and trailer.setup_error is not None:
-            raise _EngineFailure(
+            raise EngineFailure(
                 f"could not prepare the sample ({trailer.setup_error}); with --memory, the tree "
                 "must fit into the memory limit"
             )
@@ -613,9 +437,9 @@ class DockerRunner:
             # The script itself was killed: by the sample (kill -9 -1) or by the OOM killer.
             counters = self._kill_sample(worker)
             if counters is None:
-                raise _EngineFailure("could not clean up after a sample that killed its runner")
+                raise EngineFailure("could not clean up after a sample that killed its runner")
             if script_status is None:
-                raise _EngineFailure("the engine lost the sample's exit status")
+                raise EngineFailure("the engine lost the sample's exit status")
             oom, pids = counters
             exit_code, reaped, clean = int(script_status), True, True
         else:
@@ -654,7 +478,7 @@ class DockerRunner:
                 workdir="/",
             )["Id"]
             output = self.api.exec_start(exec_id).decode("ascii", "replace").split()
-        except _ENGINE_ERRORS as exc:
+        except ENGINE_ERRORS as exc:
             log.warning("could not kill a sample in %s: %s", worker.cid[:12], exc)
             return None
         if len(output) != 3 or output[0] != "0":
@@ -662,103 +486,6 @@ class DockerRunner:
         return _int_or_none(output[1]), _int_or_none(output[2])
 
     # -- container-per-sample for images without a shell -------------------------------------
-
-    def _sample_direct(self, tree: Tree, request: RunRequest) -> Outcome:
-        lim = self.limits
-        try:
-            argv = shlex.split(request.command)
-        except ValueError as exc:
-            return Outcome(exit_code=2, stderr=f"repomin: {exc}\n".encode(), workdir=WORKDIR)
-        if not argv:
-            return Outcome(exit_code=0, workdir=WORKDIR)
-        bind_dir: Path | None = None
-        volume: str | None = None
-        cid: str | None = None
-        workdir = WORKDIR
-        try:
-            if self.transport == "bind":
-                name = f"s{next(self._counter)}"
-                bind_dir = self._scratch.directory(name, lim.uid, lim.gid)
-                fill(bind_dir, tree, lim.uid, lim.gid)
-                mount = Mount(WORKDIR, str(bind_dir), type="bind", read_only=False)
-            else:
-                # A volume's root stays root-owned, so the tree goes one level down.
-                volume = self.api.create_volume(labels=self._labels("sample"))["Name"]
-                with self._lock:
-                    self._volumes.add(volume)
-                mount = Mount(VOLUME_ROOT, volume, type="volume")
-                workdir = f"{VOLUME_ROOT}/work"
-            cid = self.api.create_container(
-                self.image_id,
-                entrypoint=argv[:1],
-                command=argv[1:],
-                user=lim.user,
-                environment={**IMPLICIT_ENVIRONMENT, **request.env},
-                working_dir=workdir,
-                hostname="repomin",
-                labels=self._labels("sample"),
-                host_config=self._host_config(direct=True, mounts=[mount]),
-            )["Id"]
-            self._register(cid)
-            with self._lock:
-                self._direct.append(cid)
-            if volume is not None:
-                archive = tar_bytes(tree, lim.uid, lim.gid, under="work")
-                if not self.api.put_archive(cid, VOLUME_ROOT, archive):
-                    raise _EngineFailure("the engine refused the tree archive")
-            sock = self.api.attach_socket(cid, params={"stdout": 1, "stderr": 1, "stream": 1})
-            _no_timeout(sock)
-            pump = _Pump(sock, b"")
-            pump.start()
-            started = time.monotonic()
-            try:
-                self.api.start(cid)
-            except APIError as exc:
-                text = str(exc.explanation or exc)
-                if _NOT_EXECUTABLE.search(text):
-                    return Outcome(exit_code=127, stderr=text.encode(), workdir=workdir)
-                raise
-            pump.join(request.timeout)
-            timed_out = pump.is_alive()
-            if timed_out:
-                with contextlib.suppress(NotFound, APIError):
-                    self.api.kill(cid)
-                pump.join(KILL_GRACE)
-            duration = time.monotonic() - started
-            status = self.api.wait(cid, timeout=KILL_GRACE)
-            state = self.api.inspect_container(cid)["State"]
-            stdout = assemble(*pump.out.parts())
-            stderr = assemble(*pump.err.parts())
-            if timed_out:
-                return Outcome(
-                    exit_code=None,
-                    stdout=stdout,
-                    stderr=stderr,
-                    duration=duration,
-                    timed_out=True,
-                    workdir=workdir,
-                )
-            return Outcome(
-                exit_code=int(status.get("StatusCode", state.get("ExitCode", -1))),
-                stdout=stdout,
-                stderr=stderr,
-                duration=duration,
-                resource_exhausted=bool(state.get("OOMKilled")),
-                workdir=workdir,
-            )
-        finally:
-            if cid is not None:
-                with self._lock:
-                    if cid in self._direct:
-                        self._direct.remove(cid)
-                self._remove_container(cid)
-            if volume is not None:
-                with contextlib.suppress(*_ENGINE_ERRORS):
-                    self.api.remove_volume(volume, force=True)
-                with self._lock:
-                    self._volumes.discard(volume)
-            if bind_dir is not None:
-                shutil.rmtree(bind_dir, ignore_errors=True)
 
     # -- shutdown ----------------------------------------------------------------------------
 
@@ -769,7 +496,7 @@ class DockerRunner:
             targets = [s.worker.cid for s in self._all_slots if s.busy and s.worker is not None]
             targets += self._direct
         for cid in targets:
-            with contextlib.suppress(*_ENGINE_ERRORS):
+            with contextlib.suppress(*ENGINE_ERRORS):
                 self.api.kill(cid)
 
     def close(self) -> None:
@@ -785,9 +512,9 @@ class DockerRunner:
         for cid in containers:
             self._remove_container(cid)
         for sock in sockets:
-            _close_socket(sock)
+            close_socket(sock)
         for volume in volumes:
-            with contextlib.suppress(*_ENGINE_ERRORS):
+            with contextlib.suppress(*ENGINE_ERRORS):
                 self.api.remove_volume(volume, force=True)
         self._sweep()
         scratch = getattr(self, "_scratch", None)
@@ -811,7 +538,7 @@ class DockerRunner:
                 if (volume.get("Labels") or {}).get(LABEL_PID) == mine:
                     with contextlib.suppress(NotFound, APIError):
                         self.api.remove_volume(volume["Name"], force=True)
-        except _ENGINE_ERRORS as exc:
+        except ENGINE_ERRORS as exc:
             log.warning("could not sweep containers of session %s: %s", self.session_label, exc)
 
 

@@ -1,0 +1,140 @@
+"""Container per sample for images without a shell: the command is the container's process.
+
+The exec strategy needs ``/bin/sh`` in the image; this one does not. The command is split with
+:func:`shlex.split` and becomes the container's entrypoint, so its environment is part of the
+container's configuration (visible to ``docker inspect`` while the sample runs). The tree is
+bind-mounted at ``/work`` or, when the engine cannot see this host's files, put into a fresh
+labelled volume with ``put_archive`` (at ``/repomin/work``: a volume's root stays root-owned).
+Timeouts stop the container; ``State.OOMKilled`` reports memory exhaustion.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shlex
+import shutil
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from docker.errors import APIError, NotFound
+from docker.types import Mount
+
+from repomin.runners.base import Outcome, RunRequest
+from repomin.runners.docker_engine import (
+    ENGINE_ERRORS,
+    IMPLICIT_ENVIRONMENT,
+    KILL_GRACE,
+    EngineFailure,
+    Pump,
+    no_timeout,
+)
+from repomin.runners.docker_script import WORKDIR, assemble
+from repomin.runners.docker_transport import fill, tar_bytes
+from repomin.tree import Tree
+
+if TYPE_CHECKING:
+    from repomin.runners.docker import DockerRunner
+
+#: Where a per-sample volume is mounted (streamed trees); the tree is in ``work/`` below it.
+VOLUME_ROOT = "/repomin"
+_NOT_EXECUTABLE = re.compile(r"executable file not found|no such file or directory", re.I)
+
+
+def run_direct(runner: DockerRunner, tree: Tree, request: RunRequest) -> Outcome:
+    lim = runner.limits
+    try:
+        argv = shlex.split(request.command)
+    except ValueError as exc:
+        return Outcome(exit_code=2, stderr=f"repomin: {exc}\n".encode(), workdir=WORKDIR)
+    if not argv:
+        return Outcome(exit_code=0, workdir=WORKDIR)
+    bind_dir: Path | None = None
+    volume: str | None = None
+    cid: str | None = None
+    workdir = WORKDIR
+    try:
+        if runner.transport == "bind":
+            name = f"s{next(runner._counter)}"
+            bind_dir = runner._scratch.directory(name, lim.uid, lim.gid)
+            fill(bind_dir, tree, lim.uid, lim.gid)
+            mount = Mount(WORKDIR, str(bind_dir), type="bind", read_only=False)
+        else:
+            # A volume's root stays root-owned, so the tree goes one level down.
+            volume = runner.api.create_volume(labels=runner._labels("sample"))["Name"]
+            with runner._lock:
+                runner._volumes.add(volume)
+            mount = Mount(VOLUME_ROOT, volume, type="volume")
+            workdir = f"{VOLUME_ROOT}/work"
+        cid = runner.api.create_container(
+            runner.image_id,
+            entrypoint=argv[:1],
+            command=argv[1:],
+            user=lim.user,
+            environment={**IMPLICIT_ENVIRONMENT, **request.env},
+            working_dir=workdir,
+            hostname="repomin",
+            labels=runner._labels("sample"),
+            host_config=runner._host_config(direct=True, mounts=[mount]),
+        )["Id"]
+        runner._register(cid)
+        with runner._lock:
+            runner._direct.append(cid)
+        if volume is not None:
+            archive = tar_bytes(tree, lim.uid, lim.gid, under="work")
+            if not runner.api.put_archive(cid, VOLUME_ROOT, archive):
+                raise EngineFailure("the engine refused the tree archive")
+        sock = runner.api.attach_socket(cid, params={"stdout": 1, "stderr": 1, "stream": 1})
+        no_timeout(sock)
+        pump = Pump(sock, b"")
+        pump.start()
+        started = time.monotonic()
+        try:
+            runner.api.start(cid)
+        except APIError as exc:
+            text = str(exc.explanation or exc)
+            if _NOT_EXECUTABLE.search(text):
+                return Outcome(exit_code=127, stderr=text.encode(), workdir=workdir)
+            raise
+        pump.join(request.timeout)
+        timed_out = pump.is_alive()
+        if timed_out:
+            with contextlib.suppress(NotFound, APIError):
+                runner.api.kill(cid)
+            pump.join(KILL_GRACE)
+        duration = time.monotonic() - started
+        status = runner.api.wait(cid, timeout=KILL_GRACE)
+        state = runner.api.inspect_container(cid)["State"]
+        stdout = assemble(*pump.out.parts())
+        stderr = assemble(*pump.err.parts())
+        if timed_out:
+            return Outcome(
+                exit_code=None,
+                stdout=stdout,
+                stderr=stderr,
+                duration=duration,
+                timed_out=True,
+                workdir=workdir,
+            )
+        return Outcome(
+            exit_code=int(status.get("StatusCode", state.get("ExitCode", -1))),
+            stdout=stdout,
+            stderr=stderr,
+            duration=duration,
+            resource_exhausted=bool(state.get("OOMKilled")),
+            workdir=workdir,
+        )
+    finally:
+        if cid is not None:
+            with runner._lock:
+                if cid in runner._direct:
+                    runner._direct.remove(cid)
+            runner._remove_container(cid)
+        if volume is not None:
+            with contextlib.suppress(*ENGINE_ERRORS):
+                runner.api.remove_volume(volume, force=True)
+            with runner._lock:
+                runner._volumes.discard(volume)
+        if bind_dir is not None:
+            shutil.rmtree(bind_dir, ignore_errors=True)
