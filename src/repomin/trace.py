@@ -160,9 +160,9 @@ def trace_opened_files(
             return TraceResult("unavailable", None, f"the traced run failed: {exc}")
         duration = time.monotonic() - started
         if sink is None:
-            files, stderr = _in_band(outcome.stderr, token)
+            files, stderr, lost = _in_band(outcome.stderr, token)
         else:
-            files, stderr = _read_sink(Path(sink)), outcome.stderr
+            files, stderr, lost = _read_sink(Path(sink)), outcome.stderr, "no trace log was written"
     finally:
         if sink is not None:
             shutil.rmtree(sink, ignore_errors=True)
@@ -186,8 +186,8 @@ def trace_opened_files(
         return result("unavailable", None, f"backend error: {outcome.infrastructure_error}")
     if outcome.timed_out:
         return result("unavailable", None, "the traced run timed out")
-    if files is None:
-        return result("unavailable", None, "the trace log was lost or truncated")
+    if files is None or "method" not in files:
+        return result("unavailable", None, lost)
     method = files.get("method", b"").strip().decode("ascii", "replace")
     roots = [r for r in files.get("root", b"").decode("utf-8", "surrogateescape").splitlines()]
     roots += [outcome.workdir] if outcome.workdir else []
@@ -218,21 +218,22 @@ def _read_sink(sink: Path) -> dict[str, bytes]:
     return out
 
 
-def _in_band(stderr: bytes, token: str) -> tuple[dict[str, bytes] | None, bytes]:
-    """Cut the trace section out of stderr: (files, stderr without it)."""
+def _in_band(stderr: bytes, token: str) -> tuple[dict[str, bytes] | None, bytes, str]:
+    """Cut the trace section out of stderr: (files, stderr without it, why it is missing)."""
     begin = f"\n@@repomin-trace-begin-{token}@@\n".encode()
     middle = f"@@repomin-trace-log-{token}@@\n".encode()
     end = f"\n@@repomin-trace-end-{token}@@\n".encode()
     b = stderr.rfind(begin)
     if b < 0:
-        return None, stderr
+        why = "no trace log came back (does the sample have a POSIX shell, mkdir and cat?)"
+        return None, stderr, why
     e = stderr.find(end, b)
     section = stderr[b + len(begin) : e if e >= 0 else len(stderr)]
     if e < 0 or _TRUNCATION in section or middle not in section:
-        return None, stderr[:b]
+        return None, stderr[:b], "the trace log was truncated with the output (over 1 MiB)"
     head, _, body = section.partition(middle)
     method, _, root = head.partition(b"\n")
-    return {"method": method, "root": root, "log": body}, stderr[:b]
+    return {"method": method, "root": root, "log": body}, stderr[:b], ""
 
 
 _ARG = re.compile(rb'(?:(?:AT_FDCWD|-?\d+)<((?:[^>\\]|\\.)*)>, )?"((?:[^"\\]|\\.)*)"')

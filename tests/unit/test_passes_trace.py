@@ -3,6 +3,7 @@ on the host runner (strace when installed, access times, the in-band stderr tran
 
 from __future__ import annotations
 
+import re
 import shutil
 from typing import Any
 
@@ -192,16 +193,22 @@ class _CannedRunner:
 
 
 def test_truncated_or_missing_in_band_log_is_discarded() -> None:
-    truncated = Outcome(
-        exit_code=1,
-        stderr=b"out\n@@repomin-trace-begin-x@@\nstrace\n/t\n[... repomin: output truncated ...]\n",
-    )
-    canned = _CannedRunner(truncated)
+    class Truncating(_CannedRunner):
+        def run(self, tree: Tree, request: RunRequest) -> Outcome:
+            self.requests.append(request)
+            token = re.search(r"@@repomin-trace-begin-([0-9a-f]+)@@", request.command)
+            assert token is not None
+            begin = f"\n@@repomin-trace-begin-{token.group(1)}@@\nstrace\n/t\n".encode()
+            return Outcome(1, stderr=b"out" + begin + b"[... repomin: output truncated ...]\n")
+
+    canned = Truncating(Outcome(0))
     result = trace_opened_files(canned, _tree(), "true", {}, 5)
     assert result.method == "unavailable" and "truncated" in result.reason
     # non-host backends use the in-band transport and a longer timeout
-    assert "@@repomin-trace-begin-" in canned.requests[0].command
     assert canned.requests[0].timeout > 5
+    # no section at all: an image without a shell or the tools
+    missing = trace_opened_files(_CannedRunner(Outcome(127)), _tree(), "true", {}, 5)
+    assert missing.method == "unavailable" and "no trace log came back" in missing.reason
 
 
 def test_timeouts_and_runner_errors_are_not_fatal() -> None:
