@@ -97,3 +97,17 @@ def test_pass_is_stable() -> None:
     before = problem.proposed
     Normalise().run(problem)
     assert problem.proposed == before
+
+
+def test_refused_file_not_proposed_again_until_it_changes() -> None:
+    tree = text_tree({"b.c": "int x; // KEEP\n", "other.txt": "o\n"})
+    problem = PredicateProblem(tree, lambda t: b"KEEP" in t["b.c"].data)
+    normalise = Normalise()
+    normalise.run(problem)
+    assert problem.calls == 1
+    problem._current = problem.current.without(["other.txt"])  # another pass changed the tree
+    normalise.run(problem)
+    assert problem.calls == 1
+    problem._current = problem.current.replace("b.c", b"int y; // KEEP\n")
+    normalise.run(problem)
+    assert problem.calls == 2

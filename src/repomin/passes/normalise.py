@@ -18,6 +18,7 @@ splits the batch.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 import tokenize
@@ -162,14 +163,24 @@ def _hash(data: bytes, *, dockerfile: bool) -> bytes:
 
 
 class Normalise:
-    """The ``normalise`` pass (see the module docstring)."""
+    """The ``normalise`` pass (see the module docstring).
+
+    A file whose normalisation was rejected is not proposed again until its content changes
+    (the fixpoint would otherwise re-test it every round against a slightly different tree).
+    """
 
     name: ClassVar[str] = "normalise"
+
+    def __init__(self) -> None:
+        self._refused: set[tuple[str, str]] = set()
 
     def run(self, problem: Problem) -> None:
         targets: dict[str, bytes] = {}
         for path in text_files(problem):
-            new = normalised(path, problem.current[path].data)
+            data = problem.current[path].data
+            if (path, hashlib.sha256(data).hexdigest()) in self._refused:
+                continue
+            new = normalised(path, data)
             if new is not None:
                 targets[path] = new
         if not targets:
@@ -188,4 +199,7 @@ class Normalise:
             head = ", ".join(chunk[:3]) + (f" and {len(chunk) - 3} more" if len(chunk) > 3 else "")
             return f"drop comments and blank lines in {head}"
 
-        ddmin_delete(problem, self.name, units, build, describe)
+        for path in ddmin_delete(problem, self.name, units, build, describe):
+            entry = problem.current.entries.get(path)
+            if entry is not None:
+                self._refused.add((path, hashlib.sha256(entry.data).hexdigest()))
