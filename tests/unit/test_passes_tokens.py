@@ -12,7 +12,12 @@ from repomin.passes.lines import DeleteLines
 from repomin.passes.textedit import compiles
 from repomin.passes.tokens import MAX_BYTES, DeleteTokens, tokens
 from repomin.tree import Tree
-from tests.unit._pass_harness import reduce_in_process, reduce_with_reduction, text_tree
+from tests.unit._pass_harness import (
+    PredicateProblem,
+    reduce_in_process,
+    reduce_with_reduction,
+    text_tree,
+)
 
 
 def test_tokenizer() -> None:
@@ -97,3 +102,15 @@ def test_property(words: list[str]) -> None:
     assert first.current["t.txt"].data.replace(b" ", b"") == b"MARK" * marks
     second = reduce_in_process(DeleteTokens(), first.current, predicate)
     assert second.accepted == []
+
+
+def test_a_swept_content_is_not_swept_again() -> None:
+    tree = text_tree({"a.txt": "keep this\n", "b.txt": "x\n"})
+    problem = PredicateProblem(tree, lambda t: b"keep this" in t["a.txt"].data)
+    tokens_pass = DeleteTokens()
+    tokens_pass.run(problem)
+    first = problem.proposed
+    assert first > 0
+    problem._current = problem.current.without(["b.txt"])  # another pass changed the tree
+    tokens_pass.run(problem)
+    assert problem.proposed == first

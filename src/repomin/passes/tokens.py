@@ -4,12 +4,15 @@ Tokens are string literals, identifier/number runs and single punctuation charac
 token that starts a word takes the blanks after it (before it, at the end of a line), so
 ``a b c`` becomes ``a c`` and no deletion leaves trailing blanks. Only files up to
 :data:`MAX_BYTES` are cut (ddmin over tokens costs about ``k log n`` runs for ``k`` surviving
-tokens), smallest first; Python and JSON candidates pass the syntax guard. The driver runs this
-pass only when the others make no progress (:data:`repomin.passes.STALL_ONLY`).
+tokens), smallest first, and each file content is swept once (a later round skips a file it
+already left unchanged: a cheaper, not always 1-minimal, last resort); Python and JSON
+candidates pass the syntax guard. The driver runs this pass only when the others make no
+progress (:data:`repomin.passes.STALL_ONLY`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -56,6 +59,9 @@ class DeleteTokens:
 
     name: ClassVar[str] = "tokens"
 
+    def __init__(self) -> None:
+        self._done: set[tuple[str, str]] = set()
+
     def run(self, problem: Problem) -> None:
         files = text_files(problem, lambda _p, data: len(data) <= MAX_BYTES)
         for path in reversed(files):
@@ -64,6 +70,10 @@ class DeleteTokens:
 
     def _reduce_file(self, problem: Problem, path: str) -> None:
         data = problem.current[path].data
+        key = (path, hashlib.sha256(data).hexdigest())
+        if key in self._done:
+            return  # already token-minimal in this content: not worth a second full sweep
+        self._done.add(key)
         units = tokens(data)
         guard = syntax_guard(path, data)
 
