@@ -248,6 +248,8 @@ def run_case(
     for tool in tools:
         if not tool.applies(case):
             continue
+        if args.quick and case.quick_tools is not None and tool.name not in case.quick_tools:
+            continue
         settings = Settings(
             jobs=args.jobs,
             cap=cap,

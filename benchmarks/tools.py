@@ -76,6 +76,7 @@ class Finished:
     wall: float
     hit_cap: bool
     log: str
+    measured: float
 
 
 def run_capped(
@@ -112,9 +113,10 @@ def run_capped(
                 rc = proc.wait()
         finally:
             _signal_group(proc.pid, signal.SIGKILL)
-    wall = time.monotonic() - start
+    measured = time.monotonic() - start
     text = log.read_text("utf-8", "replace")
-    return Finished(rc, wall, hit, text[-4000:])
+    # A stopped tool is charged the time it was allowed to reduce, not its shutdown.
+    return Finished(rc, cap if hit else measured, hit, text[-4000:], measured)
 
 
 def _signal_group(pid: int, sig: int) -> None:
@@ -349,7 +351,7 @@ def _peer_outcome(case: Case, work: Path, tree: Path, done: Finished) -> Outcome
         exit_code=done.exit_code,
         hit_cap=done.hit_cap,
         final_source=source,
-        details={"log_tail": done.log[-1500:]},
+        details={"log_tail": done.log[-1500:], "measured_wall_seconds": round(done.measured, 3)},
     )
 
 
