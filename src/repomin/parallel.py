@@ -127,3 +127,43 @@ def _cancel_rest(
         results.append((idx, cand, res, "superseded"))
     for idx, (cand, res, _) in sorted(done.items()):
         results.append((idx, cand, res, "superseded"))
+
+
+class SampleStream(Generic[T]):
+    """Results of repeated calls ``fn()``, up to ``width`` in flight, in submission order.
+
+    Used for several samples of one candidate: the consumer decides after each result (in
+    order, so a sequential test sees a fixed sequence) and closes the stream once decided; at
+    most ``width - 1`` samples run past the decision. Their results are discarded (they are
+    independent of the decision, so the test stays exact) but still counted as oracle runs.
+    """
+
+    def __init__(self, fn: Callable[[], T], width: int) -> None:
+        self._fn = fn
+        self._width = max(1, width)
+        self._pool = (
+            ThreadPoolExecutor(max_workers=self._width, thread_name_prefix="repomin-s")
+            if self._width > 1
+            else None
+        )
+        self._pending: list[Future[T]] = []
+
+    def __enter__(self) -> SampleStream[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def next(self) -> T:
+        if self._pool is None:
+            return self._fn()
+        while len(self._pending) < self._width:
+            self._pending.append(self._pool.submit(self._fn))
+        return self._pending.pop(0).result()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            for fut in self._pending:
+                fut.cancel()
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pending.clear()

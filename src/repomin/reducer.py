@@ -89,7 +89,14 @@ class Reduction:
                 self.ledger.attempt(phase, "aborted")
                 raise
 
-        race = first_accepted(live(), evaluate, lambda v: v is not None and v.accepted, self.jobs)
+        # Concurrency stays at ``jobs`` processes: deterministic (single-run) candidates race
+        # in parallel; under a flaky policy one candidate's samples run in parallel instead,
+        # since a candidate then needs many runs and speculation past it is mostly wasted.
+        single = self.oracle.policy == "single"
+        self.oracle.sample_jobs = 1 if single else self.jobs
+        race = first_accepted(
+            live(), evaluate, lambda v: v is not None and v.accepted, self.jobs if single else 1
+        )
         for _, _, verdict, status in race.results:
             if status == "accepted":
                 continue
