@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import uuid
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +27,19 @@ def _engine() -> tuple[Any | None, str | None]:
         from requests.exceptions import RequestException
     except ImportError as exc:  # pragma: no cover - docker is a dependency
         return None, f"the docker SDK is not importable ({exc})"
+    failure = None
     try:
         client = DockerClient.from_env(timeout=10)
         client.ping()
     except (DockerException, RequestException, OSError) as exc:
-        return None, f"no Docker engine answers ({exc}); run .ci/docker-setup.sh"
+        failure = f"no Docker engine answers ({exc}); run .ci/docker-setup.sh"
+    if failure is not None:
+        # docker-py leaks the socket of a failed connect (the traceback holds it): collect it
+        # now, quietly, rather than in whichever test happens to run the garbage collector.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            gc.collect()
+        return None, failure
     try:
         client.images.get(BUSYBOX)
     except ImageNotFound:

@@ -9,9 +9,11 @@ left behind, and the thread that feeds and drains one hijacked exec/attach conne
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import re
 import threading
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -202,12 +204,17 @@ def reap_stale(client: Any) -> int:
 
 def connect(client: Any | None = None, jobs: int = 1) -> Any:
     """A Docker client that answers, or :class:`InfrastructureError` with the reason."""
+    failure = None
     try:
         if client is None:
             client = DockerClient.from_env(max_pool_size=max(10, 2 * jobs + 4))
         client.ping()
     except ENGINE_ERRORS as exc:
-        raise InfrastructureError(
-            f"cannot reach the Docker engine ({exc}); start dockerd or set DOCKER_HOST"
-        ) from exc
-    return client
+        failure = f"cannot reach the Docker engine ({exc}); start dockerd or set DOCKER_HOST"
+    if failure is None:
+        return client
+    # docker-py leaks the socket of a failed connect; release it here, quietly.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+    raise InfrastructureError(failure)
