@@ -69,6 +69,23 @@ def test_bad_settings_are_usage_errors(client: Any, kwargs: dict[str, Any], mess
     assert labelled(client, label) == []
 
 
+def test_bridge_network_and_cpu_limit_are_applied(make_runner: Any) -> None:
+    try:
+        runner = make_runner(network="bridge", cpus=0.5)
+    except InfrastructureError as exc:
+        pytest.skip(f"this engine has no bridge network: {exc}")
+    assert runner.describe()["docker_network"] == "bridge"
+    assert runner.describe()["docker_cpus"] == 0.5
+    outcome = run(
+        runner,
+        "ls /sys/class/net | tr '\\n' ' '; echo; "
+        "cat /sys/fs/cgroup/cpu.max 2>/dev/null || cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us",
+    )
+    interfaces, quota = outcome.stdout.decode().splitlines()
+    assert "eth0" in interfaces.split()
+    assert quota.split()[0] == "50000"
+
+
 def test_two_jobs_run_concurrently_in_two_containers(make_runner: Any) -> None:
     runner = make_runner(jobs=2)
     outcomes: list[Outcome] = []
