@@ -51,19 +51,21 @@ _FUNCTIONS = (
     done
 }
 rp_counter() {
+    rp_key=$1
+    shift
     rp_v=-
     for rp_f in "$@"; do
         [ -r "$rp_f" ] || continue
         { while IFS="$rp_ws" read -r rp_k rp_a rp_rest; do
-            case $rp_k in oom_kill|max) rp_v=$rp_a ;; esac
+            [ "$rp_k" = "$rp_key" ] && rp_v=$rp_a
           done <"$rp_f"; } 2>/dev/null
         [ "$rp_v" != - ] && return 0
     done
 }
 rp_counters() {
-    rp_counter /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control
+    rp_counter oom_kill /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control
     rp_oom=$rp_v
-    rp_counter /sys/fs/cgroup/pids.events /sys/fs/cgroup/pids/pids.events
+    rp_counter max /sys/fs/cgroup/pids.events /sys/fs/cgroup/pids/pids.events
     rp_pids=$rp_v
 }
 rp_empty() {
