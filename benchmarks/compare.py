@@ -131,7 +131,8 @@ def median(values: Iterable[float | None]) -> float | None:
 
 
 def fmt_ratio(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}"
+    """Three significant digits (tiny byte ratios stay readable)."""
+    return "n/a" if value is None else f"{value:.3g}"
 
 
 def fmt(value: Any) -> str:

@@ -134,31 +134,39 @@ def main(argv: list[str]) -> int:
     contract = Contract.from_json(config)
     target = argv[2] if len(argv) > 2 else None
     workdir = workdir_for(target)
+    single = config.get("single_file")
+    candidate = workdir / single if single else workdir
+    keep = config.get("keep_best")
+    # The candidate as the peer wrote it: the command may add files (e.g. __pycache__).
+    listing = _listing(candidate) if keep else {}
     ok = run_once(contract, workdir)
-    if ok and config.get("keep_best"):
-        single = config.get("single_file")
-        keep_if_smaller(workdir / single if single else workdir, Path(config["keep_best"]))
+    if ok and keep:
+        keep_if_smaller(candidate, listing, Path(keep))
     return 0 if ok else 1
 
 
-def _size(path: Path) -> int:
-    if path.is_file():
-        return path.stat().st_size
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+def _listing(candidate: Path) -> dict[str, int]:
+    """Relative path -> size of every file (or the one file) of the candidate."""
+    if candidate.is_file():
+        return {candidate.name: candidate.stat().st_size}
+    found: dict[str, int] = {}
+    for dirpath, _dirs, files in os.walk(candidate):
+        for name in files:
+            path = Path(dirpath) / name
+            found[str(path.relative_to(candidate))] = path.lstat().st_size
+    return found
 
 
-def keep_if_smaller(candidate: Path, best: Path) -> None:
-    """Keep the smallest interesting candidate seen as ``best/`` (a file or a tree).
+def keep_if_smaller(candidate: Path, listing: dict[str, int], best: Path) -> None:
+    """Keep the smallest interesting candidate seen as ``best/tree`` (its listed files only).
 
     This is a stopped peer's best-so-far: peers write their result back only at the end (or
-    mid-write when interrupted). Files are hard-linked when possible, so the cost per new best
-    is close to the peer's own write-back.
+    mid-write when interrupted). A tree's files are hard-linked when possible (peers write each
+    candidate tree afresh), so the cost per new best is close to the peer's own write-back.
     """
     best.mkdir(parents=True, exist_ok=True)
-    try:
-        size = _size(candidate)
-    except OSError:
-        return
+    size = sum(listing.values())
+    root = candidate if candidate.is_dir() else candidate.parent
     with open(best / ".lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         record = best / ".size"
@@ -166,14 +174,20 @@ def keep_if_smaller(candidate: Path, best: Path) -> None:
             return
         staging = Path(tempfile.mkdtemp(prefix=".staging.", dir=best))
         try:
-            if candidate.is_dir():
-                shutil.copytree(candidate, staging / "tree", symlinks=True, copy_function=_link)
-            else:
-                (staging / "tree").mkdir()
-                _link(str(candidate), str(staging / "tree" / candidate.name))
+            for rel in listing:
+                target = staging / "tree" / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                source = root / rel
+                if source.is_symlink():
+                    os.symlink(os.readlink(source), target)
+                elif candidate.is_file():
+                    shutil.copy2(source, target)  # a peer may rewrite its file in place
+                else:
+                    _link(source, target)
         except OSError:
             shutil.rmtree(staging, ignore_errors=True)
             return
+        (staging / "tree").mkdir(exist_ok=True)
         old = best / "tree"
         if old.exists():
             old.rename(staging / "old")
@@ -182,7 +196,7 @@ def keep_if_smaller(candidate: Path, best: Path) -> None:
         record.write_text(str(size))
 
 
-def _link(src: str, dst: str) -> None:
+def _link(src: Path, dst: Path) -> None:
     try:
         os.link(src, dst)
     except OSError:
