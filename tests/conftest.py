@@ -69,3 +69,18 @@ def make_repo(root: Path, n_files: int, needed: list[str], *, seed: int = 1) -> 
 @pytest.fixture
 def fake_runner_factory() -> Callable[..., FakeRunner]:
     return FakeRunner
+
+
+def flaky_gate(counter: Path, per_mille: int) -> str:
+    """Shell snippet that lets the rest of a command run in ``per_mille``/1000 of the runs.
+
+    Runs are numbered through a counter file (outside the tree, incremented under ``flock``) and
+    pass when ``(n * 618) % 1000 < per_mille`` -- a Weyl sequence with the golden-ratio step, so
+    every window of runs has almost exactly the target rate. End-to-end tests then exercise the
+    flaky code paths without depending on luck (unit tests use seeded RNGs instead).
+    """
+    lock = f"{counter}.lock"
+    return (
+        f"n=$(flock {lock} sh -c 'n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); "
+        f"echo $n > {counter}; echo $n'); [ $(( (n * 618) % 1000 )) -lt {per_mille} ] || exit 0;"
+    )

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from repomin.cli.main import cli
 from repomin.report.io import structural_errors
-from tests.conftest import make_repo
+from tests.conftest import flaky_gate, make_repo
 
 NEEDED = ["d1/f0.txt", "d4/f1.txt", "f2.txt"]
 CHECK = (
@@ -64,7 +64,7 @@ def test_deterministic_500_files(tmp_path: Path) -> None:
 def test_flaky_half_the_runs(tmp_path: Path) -> None:
     src = tmp_path / "repo"
     make_repo(src, 60, NEEDED)
-    flaky = "[ $(od -An -N1 -tu1 /dev/urandom) -lt 140 ] || exit 0;"
+    flaky = flaky_gate(tmp_path / "counter", 550)
     code, out, err = invoke(
         str(src), "-o", str(tmp_path / "out"), "--command", CHECK.format(flaky=flaky),
         "--match", "BUG: three", "--baseline-runs", "30", "--final-runs", "30", "-q",
@@ -160,7 +160,7 @@ def test_force_replaces_output_atomically(tmp_path: Path) -> None:
 def test_flaky_sixty_percent_certifies_at_point_three(tmp_path: Path) -> None:
     src = tmp_path / "repo"
     make_repo(src, 80, NEEDED, seed=9)
-    flaky = "[ $(od -An -N1 -tu1 /dev/urandom) -lt 154 ] || exit 0;"  # p = 154/256 ~ 0.6
+    flaky = flaky_gate(tmp_path / "counter", 600)
     code, out, err = invoke(
         str(src), "-o", str(tmp_path / "out"), "--command", CHECK.format(flaky=flaky),
         "--match", "BUG: three", "--passes", "files", "--holdout-runs", "30",

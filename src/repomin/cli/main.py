@@ -130,7 +130,7 @@ def cli() -> None:
     help="Cap on runs per candidate (sequential test).",
 )
 @click.option("--final-runs", type=int, default=None,
-              help="Final validation runs (default: 10 deterministic, 30 flaky).")
+              help="Final validation runs (default: 10 deterministic, 50 flaky).")
 @click.option(
     "--sampling",
     type=click.Choice(["auto", "single", "fast", "strict"]),

@@ -21,6 +21,7 @@ from repomin.errors import ReportError, UsageError
 from repomin.report import replay as rp
 from repomin.report.summary import build_summary, render_markdown
 from repomin.report.validate import ValidationResult, validate_file
+from repomin.stats import holdout_test
 
 #: Problems that only say "this payload is not the exported one"; ``--allow-modified`` waives them.
 DRIFT_RULES = frozenset({"payload.counts", "payload.fingerprint"})
@@ -77,6 +78,8 @@ def validate_cmd(report: Path, payload: Path | None, as_json: bool, fmt: str | N
     if as_json and fmt not in (None, "json"):
         raise UsageError(f"--json conflicts with --format {fmt}; pass one of them")
     fmt = "json" if as_json else (fmt or "text")
+    if min_rate is not None and not 0 < min_rate < 1:
+        raise UsageError(f"--min-rate {min_rate} must be in (0, 1), e.g. 0.3")
     path = _report_file(report)
     data, result = validate_file(path, payload=payload)
     if fmt == "json":
@@ -132,6 +135,13 @@ def validate_cmd(report: Path, payload: Path | None, as_json: bool, fmt: str | N
     is_flag=True,
     help="Replay a payload that no longer matches the report (e.g. to test a fix).",
 )
+@click.option(
+    "--min-rate",
+    type=float,
+    default=None,
+    help="Also run the holdout's exact test of 'reproduces with probability >= P0' on these "
+    "runs; exit 0 only when it passes.",
+)
 @_errors_to_exit
 def replay_cmd(
     report: Path,
@@ -141,11 +151,14 @@ def replay_cmd(
     timeout: float | None,
     jobs: int | None,
     allow_modified: bool,
+    min_rate: float | None,
 ) -> None:
     """Rerun REPORT's command on fresh copies of the payload: a new observation, not a proof.
 
     Exit 0 when the pinned failure reproduced at least once, 1 when it never did.
     """
+    if min_rate is not None and not 0 < min_rate < 1:
+        raise UsageError(f"--min-rate {min_rate} must be in (0, 1), e.g. 0.3")
     path = _report_file(report)
     data, result = validate_file(path, payload=payload)
     blocking = [p for p in result.problems if p.rule not in DRIFT_RULES]
@@ -208,6 +221,14 @@ def replay_cmd(
         "repomin: replay is a new observation in the current environment; it does not change "
         "the report or certify anything"
     )
+    if min_rate is not None:
+        test = holdout_test(obs.passes, obs.runs, min_rate, round(1 - obs.confidence, 12))
+        verdict = "supports" if test.certified else "does not support"
+        click.echo(
+            f"repomin: exact test: {obs.passes}/{obs.runs} {verdict} a rate >= {min_rate:g} "
+            f"(p-value {test.p_value:.4g}, needs {test.k_crit} passes)"
+        )
+        sys.exit(0 if test.certified else 1)
     sys.exit(0 if obs.reproduced else 1)
 
 
