@@ -185,3 +185,19 @@ def assert_report_sound_holdout(report: dict) -> None:  # type: ignore[type-arg]
     assert [s["index"] for s in hold["samples"]] == list(range(1, hold["completed_runs"] + 1))
     assert hold["passes"] == sum(s["accepted"] for s in hold["samples"])
     assert hold["observed_rate"] == hold["passes"] / hold["planned_runs"]
+
+
+def test_budget_exports_best_so_far_validated(tmp_path: Path) -> None:
+    src = tmp_path / "repo"
+    make_repo(src, 60, NEEDED, seed=5)
+    code, _, err = invoke(
+        str(src), "-o", str(tmp_path / "out"), "--command", CHECK.format(flaky=""),
+        "--match", "BUG: three", "--max-runs", "6", "--baseline-runs", "3", "-q", "--jobs", "1",
+    )
+    assert code == 0, err
+    report = json.loads((tmp_path / "out.repomin/report.json").read_text())
+    ex = report["execution"]
+    assert ex["budget_exhausted"] is True and ex["stop_reason"] == "max_runs"
+    assert ex["final_runs"] == 10 and ex["final_passes"] == 10
+    assert report["output"]["files"] < report["source"]["files"]
+    assert_report_sound(report)
