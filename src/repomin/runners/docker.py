@@ -139,7 +139,8 @@ class DockerRunner:
         self.session_label = session_label
         self.client = connect(client, jobs)
         self.api = self.client.api
-        self._lock = threading.Lock()
+        # Reentrant: kill_all() may run in a signal handler on a thread that holds the lock.
+        self._lock = threading.RLock()
         self._closed = False
         self._containers: set[str] = set()
         self._volumes: set[str] = set()
