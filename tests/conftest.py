@@ -19,9 +19,7 @@ class FakeRunner:
 
     backend = "host"
 
-    def __init__(
-        self, fails: Callable[[Tree], bool], rate: float = 1.0, seed: int = 0
-    ) -> None:
+    def __init__(self, fails: Callable[[Tree], bool], rate: float = 1.0, seed: int = 0) -> None:
         self.fails = fails
         self.rate = rate
         self.rng = random.Random(seed)

@@ -8,6 +8,7 @@ that leave the filesystem untouched.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import threading
@@ -136,10 +137,15 @@ def default_runner_factory(options: ReduceOptions) -> Runner:
     if options.backend == "host":
         return HostRunner()
     if options.backend == "docker":
-        from repomin.runners.docker import DockerRunner  # type: ignore[import-not-found,unused-ignore]
+        from repomin.runners.docker import DockerRunner
 
-        runner: Runner = DockerRunner(jobs=options.jobs, **dict(options.backend_options))
-        return runner
+        # The session label is per process, so it stays out of ``backend_options`` (which are
+        # part of the resumable configuration).
+        opts = dict(options.backend_options)
+        label = opts.pop("session_label", None) or f"repomin-{os.getpid()}-{secrets.token_hex(4)}"
+        if not opts.get("image"):
+            raise UsageError("--backend docker needs --image REF (a local image or ID)")
+        return DockerRunner(jobs=options.jobs, session_label=label, **opts)
     raise UsageError(f"--backend {options.backend!r} must be host or docker")
 
 

@@ -41,13 +41,22 @@ def test_deterministic_500_files(tmp_path: Path) -> None:
     src = tmp_path / "repo"
     make_repo(src, 520, NEEDED)
     (src / "keepme.cfg").write_text("config\n")
-    code, out, err = invoke(
-        str(src), "-o", str(tmp_path / "out"), "--command", CHECK.format(flaky=""),
-        "--match", "BUG: three", "--keep", "keepme.cfg", "-q",
+    code, _out, err = invoke(
+        str(src),
+        "-o",
+        str(tmp_path / "out"),
+        "--command",
+        CHECK.format(flaky=""),
+        "--match",
+        "BUG: three",
+        "--keep",
+        "keepme.cfg",
+        "-q",
     )
     assert code == 0, err
-    payload = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*")
-                     if p.is_file())
+    payload = sorted(
+        str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*") if p.is_file()
+    )
     assert payload == sorted([*NEEDED, "keepme.cfg"])
     for rel in NEEDED:
         assert (tmp_path / "out" / rel).read_text() == "NEEDED\n"
@@ -65,10 +74,21 @@ def test_flaky_half_the_runs(tmp_path: Path) -> None:
     src = tmp_path / "repo"
     make_repo(src, 60, NEEDED)
     flaky = flaky_gate(tmp_path / "counter", 550)
-    code, out, err = invoke(
-        str(src), "-o", str(tmp_path / "out"), "--command", CHECK.format(flaky=flaky),
-        "--match", "BUG: three", "--baseline-runs", "30", "--final-runs", "30", "-q",
-        "--passes", "files",
+    code, _out, err = invoke(
+        str(src),
+        "-o",
+        str(tmp_path / "out"),
+        "--command",
+        CHECK.format(flaky=flaky),
+        "--match",
+        "BUG: three",
+        "--baseline-runs",
+        "30",
+        "--final-runs",
+        "30",
+        "-q",
+        "--passes",
+        "files",
     )
     assert code == 0, err
     report = json.loads((tmp_path / "out.repomin/report.json").read_text())
@@ -76,13 +96,19 @@ def test_flaky_half_the_runs(tmp_path: Path) -> None:
     ex = report["execution"]
     assert ex["sampling_policy"] == "strict" and ex["final_validation_passed"]
     assert ex["final_passes"] >= 5
-    assert set(NEEDED) <= {str(p.relative_to(tmp_path / "out")) for p in
-                           (tmp_path / "out").rglob("*") if p.is_file()}
+    assert set(NEEDED) <= {
+        str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*") if p.is_file()
+    }
     accepted = [e for e in report["events"] if e.get("decision") == "accepted"]
     assert accepted
     for e in accepted:
-        assert {"candidate_family_index", "candidate_family_alpha",
-                "candidate_family_confidence", "oracle_rate", "lower_bound"} <= e.keys()
+        assert {
+            "candidate_family_index",
+            "candidate_family_alpha",
+            "candidate_family_confidence",
+            "oracle_rate",
+            "lower_bound",
+        } <= e.keys()
 
 
 def _repo(tmp_path: Path) -> Path:
@@ -108,8 +134,16 @@ def test_bad_input_is_exit_2_one_line_nothing_written(
     tmp_path: Path, args: list[str], message: str
 ) -> None:
     src = _repo(tmp_path)
-    code, out, err = invoke(str(src), "-o", str(tmp_path / "out"), "--command", "cat a.txt",
-                            "--baseline-runs", "3", *args)
+    code, _out, err = invoke(
+        str(src),
+        "-o",
+        str(tmp_path / "out"),
+        "--command",
+        "cat a.txt",
+        "--baseline-runs",
+        "3",
+        *args,
+    )
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in err
@@ -117,8 +151,9 @@ def test_bad_input_is_exit_2_one_line_nothing_written(
 
 
 def test_missing_src_output_inside_src_and_existing_output(tmp_path: Path) -> None:
-    code, _, err = invoke(str(tmp_path / "nope"), "-o", str(tmp_path / "o"), "--command", "x",
-                          "--match", "x")
+    code, _, err = invoke(
+        str(tmp_path / "nope"), "-o", str(tmp_path / "o"), "--command", "x", "--match", "x"
+    )
     assert code == 2 and "does not exist" in err
     src = _repo(tmp_path)
     code, _, err = invoke(str(src), "-o", str(src / "out"), "--command", "x", "--match", "x")
@@ -136,9 +171,21 @@ def test_low_baseline_rate_aborts(tmp_path: Path) -> None:
         f"n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; "
         "[ $((n % 3)) -eq 0 ] && echo BUG; exit 0"
     )
-    code, _, err = invoke(str(src), "-o", str(tmp_path / "out"), "--command", every_third,
-                          "--match", "BUG", "--baseline-runs", "10", "--min-baseline-rate", "0.5",
-                          "--jobs", "1")
+    code, _, err = invoke(
+        str(src),
+        "-o",
+        str(tmp_path / "out"),
+        "--command",
+        every_third,
+        "--match",
+        "BUG",
+        "--baseline-runs",
+        "10",
+        "--min-baseline-rate",
+        "0.5",
+        "--jobs",
+        "1",
+    )
     assert code == 2 and "reproduced 3/10 runs" in err and "below --min-baseline-rate" in err
     assert not (tmp_path / "out").exists()
 
@@ -149,8 +196,19 @@ def test_force_replaces_output_atomically(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
     (out / "stale").write_text("old")
-    code, _, err = invoke(str(src), "-o", str(out), "--command", "cat a.txt", "--match", "BUG",
-                          "--baseline-runs", "3", "--force", "-q")
+    code, _, err = invoke(
+        str(src),
+        "-o",
+        str(out),
+        "--command",
+        "cat a.txt",
+        "--match",
+        "BUG",
+        "--baseline-runs",
+        "3",
+        "--force",
+        "-q",
+    )
     assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == ["a.txt"]
     assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name or ".old-" in p.name]
@@ -162,15 +220,28 @@ def test_flaky_sixty_percent_certifies_at_point_three(tmp_path: Path) -> None:
     make_repo(src, 80, NEEDED, seed=9)
     flaky = flaky_gate(tmp_path / "counter", 600)
     code, out, err = invoke(
-        str(src), "-o", str(tmp_path / "out"), "--command", CHECK.format(flaky=flaky),
-        "--match", "BUG: three", "--passes", "files", "--holdout-runs", "30",
-        "--holdout-min-rate", "0.3", "--jobs", "2",
+        str(src),
+        "-o",
+        str(tmp_path / "out"),
+        "--command",
+        CHECK.format(flaky=flaky),
+        "--match",
+        "BUG: three",
+        "--passes",
+        "files",
+        "--holdout-runs",
+        "30",
+        "--holdout-min-rate",
+        "0.3",
+        "--jobs",
+        "2",
     )
     assert code == 0, err
     report = json.loads((tmp_path / "out.repomin/report.json").read_text())
     assert_report_sound_holdout(report)
-    payload = {str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*")
-               if p.is_file()}
+    payload = {
+        str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*") if p.is_file()
+    }
     assert payload == set(NEEDED)
     hold = report["holdout_certification"]
     assert hold["status"] == "certified" and hold["planned_runs"] == hold["completed_runs"] == 30
@@ -191,8 +262,20 @@ def test_budget_exports_best_so_far_validated(tmp_path: Path) -> None:
     src = tmp_path / "repo"
     make_repo(src, 60, NEEDED, seed=5)
     code, _, err = invoke(
-        str(src), "-o", str(tmp_path / "out"), "--command", CHECK.format(flaky=""),
-        "--match", "BUG: three", "--max-runs", "6", "--baseline-runs", "3", "-q", "--jobs", "1",
+        str(src),
+        "-o",
+        str(tmp_path / "out"),
+        "--command",
+        CHECK.format(flaky=""),
+        "--match",
+        "BUG: three",
+        "--max-runs",
+        "6",
+        "--baseline-runs",
+        "3",
+        "-q",
+        "--jobs",
+        "1",
     )
     assert code == 0, err
     report = json.loads((tmp_path / "out.repomin/report.json").read_text())

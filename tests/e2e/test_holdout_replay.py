@@ -28,9 +28,25 @@ def test_flaky_payload_certifies_and_a_degraded_copy_is_rejected(tmp_path: Path)
     runner = CliRunner()
     res = runner.invoke(
         cli,
-        ["reduce", str(src), "-o", str(out), "--command", "sh run.sh", "--match", "BUG: flaky",
-         "--keep", "run.sh", "--passes", "files", "--holdout-runs", "30",
-         "--holdout-min-rate", "0.3", "--no-session"],
+        [
+            "reduce",
+            str(src),
+            "-o",
+            str(out),
+            "--command",
+            "sh run.sh",
+            "--match",
+            "BUG: flaky",
+            "--keep",
+            "run.sh",
+            "--passes",
+            "files",
+            "--holdout-runs",
+            "30",
+            "--holdout-min-rate",
+            "0.3",
+            "--no-session",
+        ],
         catch_exceptions=False,
     )
     assert res.exit_code == 0, res.stderr
@@ -40,8 +56,18 @@ def test_flaky_payload_certifies_and_a_degraded_copy_is_rejected(tmp_path: Path)
 
     # Degrade the payload by hand: it now reproduces in about 10% of runs.
     (out / "run.sh").write_text(RUN_SH.format(gate=flaky_gate(counter, 100)))
-    args = ["report", "replay", str(tmp_path / "out.repomin/report.json"), "--payload", str(out),
-            "--yes", "--runs", "30", "--min-rate", "0.3"]
+    args = [
+        "report",
+        "replay",
+        str(tmp_path / "out.repomin/report.json"),
+        "--payload",
+        str(out),
+        "--yes",
+        "--runs",
+        "30",
+        "--min-rate",
+        "0.3",
+    ]
     refused = runner.invoke(cli, args)
     assert refused.exit_code == 2 and "--allow-modified" in refused.stderr
     rejected = runner.invoke(cli, [*args, "--allow-modified"])

@@ -23,9 +23,25 @@ COMMAND = (
 
 def _cmd(src: Path, out: Path, *extra: str) -> list[str]:
     return [
-        sys.executable, "-m", "repomin", "reduce", str(src), "-o", str(out),
-        "--command", COMMAND, "--match", "BUG", "--jobs", "1", "--baseline-runs", "5",
-        "--final-runs", "3", "-q", *extra,
+        sys.executable,
+        "-m",
+        "repomin",
+        "reduce",
+        str(src),
+        "-o",
+        str(out),
+        "--command",
+        COMMAND,
+        "--match",
+        "BUG",
+        "--jobs",
+        "1",
+        "--baseline-runs",
+        "5",
+        "--final-runs",
+        "3",
+        "-q",
+        *extra,
     ]
 
 
@@ -60,14 +76,18 @@ def test_sigint_sigkill_resume_matches_uninterrupted(tmp_path: Path) -> None:
     assert b"--resume" in err and not out.exists()
     first = len(journal.read_text().splitlines())
 
-    proc = subprocess.Popen(_cmd(src, out, "--resume"), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        _cmd(src, out, "--resume"), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     _wait_for_journal(journal, first + 2, proc)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=60)
     assert not out.exists()
-    decided = [json.loads(line)["tree"] for line in
-               (session / "ledger.jsonl").read_text().splitlines() if line.endswith("}")]
+    decided = [
+        json.loads(line)["tree"]
+        for line in (session / "ledger.jsonl").read_text().splitlines()
+        if line.endswith("}")
+    ]
     assert len(decided) == len(set(decided)), "a resumed session re-decided a known tree"
 
     done = subprocess.run(_cmd(src, out, "--resume"), capture_output=True)
@@ -85,10 +105,14 @@ def test_resume_refuses_a_different_configuration(tmp_path: Path) -> None:
     session = tmp_path / "s"
     session.mkdir()
     (session / "config.json").write_text(json.dumps({"format": 1, "command": "other"}))
-    res = subprocess.run(_cmd(src, tmp_path / "out", "--resume", "--session", str(session)),
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        _cmd(src, tmp_path / "out", "--resume", "--session", str(session)),
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 2
     assert "configuration differs" in res.stderr and "command" in res.stderr
-    fresh = subprocess.run(_cmd(src, tmp_path / "out", "--session", str(session)),
-                           capture_output=True, text=True)
+    fresh = subprocess.run(
+        _cmd(src, tmp_path / "out", "--session", str(session)), capture_output=True, text=True
+    )
     assert fresh.returncode == 2 and "--resume" in fresh.stderr

@@ -42,7 +42,7 @@ def _oracle(rate: float, seed: int, **config: object) -> tuple[Oracle, FakeRunne
 def test_false_acceptance_at_theta_stays_below_alpha() -> None:
     theta, alpha, trials = 0.3, 0.05, 4000
     accepted = 0
-    oracle, runner = _oracle(theta, 7, mode="strict", min_candidate_rate=theta, baseline_runs=5)
+    oracle, _runner = _oracle(theta, 7, mode="strict", min_candidate_rate=theta, baseline_runs=5)
     oracle.policy, oracle.theta, oracle.failure_budget = "strict", theta, 2
     for i in range(trials):
         oracle._family = 0  # every trial is the first family index: size <= alpha_1
@@ -120,9 +120,13 @@ def test_interrupted_holdout_has_no_terminal_group() -> None:
         return runner.run(tree, None)  # type: ignore[arg-type]
 
     rec = run_holdout(
-        tree=GOOD, config=HoldoutConfig(20, 0.5, 0.05), sample=sample,
+        tree=GOOD,
+        config=HoldoutConfig(20, 0.5, 0.05),
+        sample=sample,
         contract=FailureContract(FailureSpec(match="BUG")),
-        artifact=Fingerprint(2, 4, "0" * 64, "1" * 64), jobs=1, stop=stop,
+        artifact=Fingerprint(2, 4, "0" * 64, "1" * 64),
+        jobs=1,
+        stop=stop,
     )
     assert rec["status"] == "interrupted" and rec["completed_runs"] < 20
     assert "lower_bound" not in rec and "exact_gate_passed" not in rec

@@ -20,7 +20,7 @@ def reduce_tree(
     jobs: int = 1,
     rate: float = 1.0,
     keep: tuple[str, ...] = (),
-    budget: Budget = Budget(),
+    budget: Budget | None = None,
     mode: str = "auto",
     check_every: int = 8,
 ) -> tuple[ReductionResult, Ledger, Oracle, FakeRunner]:
@@ -34,7 +34,7 @@ def reduce_tree(
         timeout=10,
         config=SamplingConfig(mode=mode, incumbent_check_every=check_every),
         ledger=ledger,
-        budget=budget,
+        budget=budget or Budget(),
     )
     oracle.run_baseline(tree, jobs)
     red = Reduction(
@@ -50,7 +50,9 @@ def reduce_tree(
 def _tree(n: int) -> Tree:
     return Tree.of(
         {
-            f"d{i % 7}/sub{i % 3}/f{i}.txt": Entry("file", f"a{i}\nb{i}\nc{i}\n".encode(), text=True)
+            f"d{i % 7}/sub{i % 3}/f{i}.txt": Entry(
+                "file", f"a{i}\nb{i}\nc{i}\n".encode(), text=True
+            )
             for i in range(n)
         }
     )

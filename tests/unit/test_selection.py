@@ -16,14 +16,19 @@ def _write(root: Path, rel: str, data: bytes | str = "x\n") -> None:
 
 
 def test_default_ignores_and_extra_rules(tmp_path: Path) -> None:
-    for rel in ["src/a.py", ".git/HEAD", "node_modules/x/i.js", "src/__pycache__/a.pyc",
-                "build/out.o", "docs/a.md", "keep.log"]:
+    for rel in [
+        "src/a.py",
+        ".git/HEAD",
+        "node_modules/x/i.js",
+        "src/__pycache__/a.pyc",
+        "build/out.o",
+        "docs/a.md",
+        "keep.log",
+    ]:
         _write(tmp_path, rel)
     sel = select(
         tmp_path,
-        SelectionOptions(
-            ignored_names=(*DEFAULT_IGNORED_NAMES, "*.log"), ignored_paths=("build",)
-        ),
+        SelectionOptions(ignored_names=(*DEFAULT_IGNORED_NAMES, "*.log"), ignored_paths=("build",)),
     )
     assert sel.tree.paths == ["docs/a.md", "src/a.py"]
     assert sel.skipped_entries == 5
@@ -63,7 +68,7 @@ def test_symlinks_inside_kept_outside_rejected(tmp_path: Path) -> None:
     tree = select(tmp_path, SelectionOptions()).tree
     assert tree["a/ok"].kind == "symlink" and tree["a/ok"].data == b"target.txt"
     os.symlink("../../etc/passwd", tmp_path / "a/bad")
-    with pytest.raises(SelectionError, match="points outside SRC.*--ignore-path a/bad"):
+    with pytest.raises(SelectionError, match=r"points outside SRC.*--ignore-path a/bad"):
         select(tmp_path, SelectionOptions())
     assert "a/bad" not in select(tmp_path, SelectionOptions(ignored_paths=("a/bad",))).tree
     os.remove(tmp_path / "a/bad")
@@ -76,7 +81,7 @@ def test_fifo_and_unreadable_files_are_clear_errors(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     os.mkfifo(tmp_path / "pipe")
-    with pytest.raises(SelectionError, match="FIFO.*--ignore-path pipe"):
+    with pytest.raises(SelectionError, match=r"FIFO.*--ignore-path pipe"):
         select(tmp_path, SelectionOptions())
     os.remove(tmp_path / "pipe")
     _write(tmp_path, "locked.txt")
@@ -85,7 +90,7 @@ def test_fifo_and_unreadable_files_are_clear_errors(
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(Path, "read_bytes", deny)
-    with pytest.raises(SelectionError, match="cannot read 'locked.txt': Permission denied"):
+    with pytest.raises(SelectionError, match=r"cannot read 'locked\.txt': Permission denied"):
         select(tmp_path, SelectionOptions())
 
 
@@ -93,7 +98,7 @@ def test_missing_src_and_bad_keep(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="does not exist"):
         select(tmp_path / "nope", SelectionOptions())
     _write(tmp_path, "a.txt")
-    with pytest.raises(UsageError, match="--keep 'b.txt' is not in the selected tree"):
+    with pytest.raises(UsageError, match=r"--keep 'b\.txt' is not in the selected tree"):
         select(tmp_path, SelectionOptions(keep_paths=("b.txt",)))
 
 

@@ -52,9 +52,7 @@ def test_materialise_round_trip(tmp_path: Path) -> None:
 @given(st.dictionaries(st.text("abc/", min_size=1, max_size=6), st.binary(max_size=8), max_size=8))
 def test_derived_digest_equals_fresh_digest(files: dict[str, bytes]) -> None:
     entries = {
-        k.strip("/"): Entry("file", v)
-        for k, v in files.items()
-        if k.strip("/") and "//" not in k
+        k.strip("/"): Entry("file", v) for k, v in files.items() if k.strip("/") and "//" not in k
     }
     t = Tree.of(entries)
     _ = t.digest

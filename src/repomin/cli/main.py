@@ -129,8 +129,12 @@ def cli() -> None:
     show_default=True,
     help="Cap on runs per candidate (sequential test).",
 )
-@click.option("--final-runs", type=int, default=None,
-              help="Final validation runs (default: 10 deterministic, 50 flaky).")
+@click.option(
+    "--final-runs",
+    type=int,
+    default=None,
+    help="Final validation runs (default: 10 deterministic, 50 flaky).",
+)
 @click.option(
     "--sampling",
     type=click.Choice(["auto", "single", "fast", "strict"]),
@@ -204,6 +208,31 @@ def cli() -> None:
 )
 @click.option("--force", is_flag=True, help="Replace an existing OUTPUT.")
 @click.option("--backend", type=click.Choice(["host", "docker"]), default="host", show_default=True)
+@click.option("--image", default=None, help="Docker image reference or ID (--backend docker).")
+@click.option(
+    "--network",
+    type=click.Choice(["none", "bridge"]),
+    default="none",
+    show_default=True,
+    help="Container network (--backend docker).",
+)
+@click.option("--memory", default=None, help="Container memory limit, e.g. 512m (swap included).")
+@click.option("--cpus", type=float, default=None, help="Container CPU limit.")
+@click.option("--pids-limit", type=int, default=None, help="Container process limit.")
+@click.option("--user", default=None, help="Numeric UID[:GID] in the container (default 65534).")
+@click.option(
+    "--fresh-container",
+    is_flag=True,
+    help="One container per sample (slower; for images without a shell).",
+)
+@click.option("--pull", is_flag=True, help="Pull the image if missing (never implicit).")
+@click.option(
+    "--docker-transport",
+    type=click.Choice(["auto", "bind", "stream"]),
+    default="auto",
+    show_default=True,
+    help="How trees reach the container (auto: bind when the engine is local).",
+)
 @click.option("--quiet", "-q", is_flag=True)
 @click.option("--verbose", "-v", is_flag=True)
 @_errors_to_exit
@@ -274,6 +303,25 @@ def reduce_cmd(**kw: Any) -> None:
         if not 0 < p0 < 1:
             raise UsageError("--holdout-min-rate must be in (0, 1)")
         holdout = HoldoutConfig(kw["holdout_runs"], p0, round(1 - kw["holdout_confidence"], 12))
+    docker_flags = ("image", "memory", "cpus", "pids_limit", "user")
+    backend_options: dict[str, Any] = {}
+    if kw["backend"] == "docker":
+        backend_options = {
+            "image": kw["image"],
+            "network": kw["network"],
+            "memory": kw["memory"],
+            "cpus": kw["cpus"],
+            "pids_limit": kw["pids_limit"],
+            "user": kw["user"],
+            "fresh_container": kw["fresh_container"],
+            "pull": kw["pull"],
+            "transport": None if kw["docker_transport"] == "auto" else kw["docker_transport"],
+        }
+    elif any(kw[f] is not None for f in docker_flags) or kw["fresh_container"] or kw["pull"]:
+        raise UsageError(
+            "--image/--memory/--cpus/--pids-limit/--user/--fresh-container/--pull need "
+            "--backend docker"
+        )
     options = ReduceOptions(
         src=kw["src"],
         output=kw["output"],
@@ -289,6 +337,7 @@ def reduce_cmd(**kw: Any) -> None:
         force=kw["force"],
         schedule=schedule,
         backend=kw["backend"],
+        backend_options=backend_options,
         holdout=holdout,
         session_dir=kw["session_dir"],
         resume=kw["resume"],

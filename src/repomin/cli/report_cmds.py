@@ -78,8 +78,6 @@ def validate_cmd(report: Path, payload: Path | None, as_json: bool, fmt: str | N
     if as_json and fmt not in (None, "json"):
         raise UsageError(f"--json conflicts with --format {fmt}; pass one of them")
     fmt = "json" if as_json else (fmt or "text")
-    if min_rate is not None and not 0 < min_rate < 1:
-        raise UsageError(f"--min-rate {min_rate} must be in (0, 1), e.g. 0.3")
     path = _report_file(report)
     data, result = validate_file(path, payload=payload)
     if fmt == "json":
