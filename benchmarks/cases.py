@@ -320,8 +320,8 @@ def sdist_case(cache: Path) -> Case:
             timeout=30.0,
         ),
         build=lambda root: build_sdist(root, cache),
-        cap_quick=60.0,
-        cap_full=60.0,
+        cap_quick=45.0,
+        cap_full=45.0,
     )
 
 
@@ -340,7 +340,7 @@ def all_cases(cache: Path) -> list[Case]:
             Shape(files=500, depth=3, branching=4),
             quick=True,
             cap_quick=45.0,
-            cap_full=75.0,
+            cap_full=60.0,
         ),
         Case(
             name="single-file-det",
@@ -350,16 +350,16 @@ def all_cases(cache: Path) -> list[Case]:
             single_file="prog.py",
             quick=True,
             cap_quick=20.0,
-            cap_full=40.0,
+            cap_full=30.0,
             ideal_files=1,
             quick_tools=("repomin", "cvise", "picire"),
         ),
-        _generated("nested-100-det", Shape(files=100, depth=2, branching=3), cap_full=40.0),
+        _generated("nested-100-det", Shape(files=100, depth=2, branching=3), cap_full=30.0),
         _generated(
             "nested-500-flaky",
             Shape(files=500, depth=3, branching=4),
             flaky=True,
-            cap_full=90.0,
+            cap_full=75.0,
         ),
         _generated("flat-2000-det", Shape(files=2000, depth=0, branching=1), cap_full=60.0),
         _generated(
@@ -370,7 +370,7 @@ def all_cases(cache: Path) -> list[Case]:
         _generated(
             "nested-20000-det",
             Shape(files=20000, depth=4, branching=6, functions=(1, 4)),
-            cap_full=90.0,
+            cap_full=75.0,
         ),
         sdist_case(cache),
     ]

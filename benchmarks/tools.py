@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 #: Where the peers are installed (one virtual environment each); override with REPOMIN_PEERS.
 PEERS = Path(os.environ.get("REPOMIN_PEERS", "/work/peers"))
 #: Seconds between SIGINT at the cap and SIGKILL.
-GRACE = 10.0
+GRACE = 5.0
 
 
 @dataclass(frozen=True, slots=True)
