@@ -114,3 +114,14 @@ def test_a_swept_content_is_not_swept_again() -> None:
     problem._current = problem.current.without(["b.txt"])  # another pass changed the tree
     tokens_pass.run(problem)
     assert problem.proposed == first
+
+
+def test_no_stray_blanks_before_closers() -> None:
+    source = "def f(a : int, b) -> None :\n    pass\n"
+
+    def predicate(tree: Tree) -> bool:
+        data = tree["m.py"].data
+        return compiles(data) and b"def f(a" in data
+
+    problem = reduce_in_process(DeleteTokens(), text_tree({"m.py": source}), predicate)
+    assert problem.current["m.py"].data == b"def f(a):\n    pass\n"

@@ -27,6 +27,7 @@ MAX_BYTES = 8 * 1024
 
 _TOKEN = re.compile(rb"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'|\w+|[^\w\s]")
 _HSPACE = re.compile(rb"[ \t]+")
+_CLOSERS = frozenset({b",", b";", b":", b")", b"]", b"}"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,18 +92,24 @@ class DeleteTokens:
 
 
 def _tidy(data: bytes, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Merge touching spans; one that ends a line also takes the blanks before it."""
+    """Merge spans that touch or are separated by blanks only; a span that ends a line, or is
+    followed by a closing bracket or separator, also takes the blanks before it
+    (``f(a : int)`` -> ``f(a)``, not ``f(a )``)."""
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
+        if merged and (start <= merged[-1][1] or not data[merged[-1][1] : start].strip(b" \t")):
             merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
         else:
             merged.append((start, end))
     out: list[tuple[int, int]] = []
     for start, end in merged:
         newline = data.find(b"\n", end)
-        if not data[end : len(data) if newline < 0 else newline].strip():
-            while start > 0 and data[start - 1 : start] in (b" ", b"\t"):
-                start -= 1
+        ends_line = not data[end : len(data) if newline < 0 else newline].strip()
+        blanks = start
+        while blanks > 0 and data[blanks - 1 : blanks] in (b" ", b"\t"):
+            blanks -= 1
+        indentation = blanks == 0 or data[blanks - 1 : blanks] == b"\n"
+        if ends_line or (data[end : end + 1] in _CLOSERS and not indentation):
+            start = blanks
         out.append((start, end))
     return out
