@@ -47,7 +47,7 @@ from repomin.session import Session, default_session_dir
 from repomin.trace import TraceResult, disabled, trace_opened_files
 from repomin.tree import Tree
 
-STRATEGY_VERSION = "repomin-hdd-v1"
+STRATEGY_VERSION = "repomin-hdd-v2"
 
 
 @dataclass(frozen=True, slots=True)

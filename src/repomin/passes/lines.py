@@ -1,7 +1,9 @@
 """Line deletion inside text files (ddmin with halving chunk sizes), largest files first.
 
 Binary files are never cut. Kept paths are never edited. Lines keep their own endings, so a
-file's last line without a newline stays that way.
+file's last line without a newline stays that way. The structure passes' syntax guard applies:
+in a Python or JSON file that currently parses, a candidate that does not parse is not proposed
+(it becomes a no-op and costs no run).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from repomin.passes.base import Problem, ddmin_delete
+from repomin.passes.textedit import Guard, propose, syntax_guard, text_files
 from repomin.tree import Tree
 
 
@@ -17,23 +20,17 @@ class DeleteLines:
     name: ClassVar[str] = "lines"
 
     def run(self, problem: Problem) -> None:
-        tree = problem.current
-        files = sorted(
-            (
-                p
-                for p, e in tree.entries.items()
-                if e.kind == "file" and e.text and e.data and not problem.protected(p)
-            ),
-            key=lambda p: (-tree.entries[p].size, p),
-        )
-        for path in files:
+        for path in text_files(problem):
             if path not in problem.current:
                 continue
-            lines = problem.current[path].data.splitlines(keepends=True)
-            numbered = list(enumerate(lines))
+            data = problem.current[path].data
+            guard = syntax_guard(path, data)
+            numbered = list(enumerate(data.splitlines(keepends=True)))
 
-            def build(remaining: Sequence[tuple[int, bytes]], path: str = path) -> Tree:
-                return problem.current.replace(path, b"".join(line for _, line in remaining))
+            def build(
+                remaining: Sequence[tuple[int, bytes]], path: str = path, guard: Guard = guard
+            ) -> Tree:
+                return propose(problem, path, b"".join(line for _, line in remaining), guard)
 
             def describe(chunk: Sequence[tuple[int, bytes]], path: str = path) -> str:
                 first, last = chunk[0][0] + 1, chunk[-1][0] + 1
