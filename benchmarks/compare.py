@@ -5,7 +5,8 @@ directory is one run, labelled by its ``label``) and prints:
 
 1. the raw results of every run (wall time, oracle runs, final files/bytes, reproduction);
 2. per run, ReproMin / peer ratios per case for wall time, oracle runs and final bytes, with
-   the median over cases (below 1 means ReproMin used less);
+   the median over cases (below 1 means ReproMin used less); ``<=`` marks a wall-time ratio
+   against a peer that was stopped at the cap while ReproMin finished (an upper bound);
 3. for two or more runs, ReproMin(run N+1) / ReproMin(run N) per case, with medians.
 
 A ratio is only computed from two results measured in the same run (side by side); a result
@@ -194,7 +195,10 @@ def peer_table(run: Run) -> tuple[list[str], list[list[str]]]:
                 continue
             ratios = _pair_ratios(mine, theirs)
             per_peer.setdefault(peer, []).append(ratios)
-            rows.append([case, peer, *(fmt_ratio(x) for x in ratios)])
+            cells = [fmt_ratio(x) for x in ratios]
+            if theirs.hit_cap and not mine.hit_cap and ratios[0] is not None:
+                cells[0] = "<=" + cells[0]  # the peer had not finished: an upper bound
+            rows.append([case, peer, *cells])
     for peer, all_ratios in per_peer.items():
         medians = [median(col) for col in zip(*all_ratios, strict=True)]
         rows.append([f"median ({len(all_ratios)} cases)", peer, *(fmt_ratio(m) for m in medians)])
