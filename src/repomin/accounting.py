@@ -114,7 +114,3 @@ class Ledger:
     @property
     def cache_hits(self) -> int:
         return sum(p.cache_hits for p in self.phases.values())
-
-    @property
-    def oracle_samples(self) -> int:
-        return sum(p.oracle_samples for p in self.phases.values())

@@ -332,7 +332,6 @@ def execute(
         final_runs=final_runs,
         final_passes=final_passes,
         final_validation_passed=final_ok,
-        resumed=options.resume,
         wall_time_seconds=round(time.monotonic() - started, 6),
     )
     report = build_report(

@@ -172,7 +172,7 @@ def select(src: Path, options: SelectionOptions) -> Selection:
                 continue
             any_child = True
             if stat.S_ISLNK(st.st_mode):
-                entries[rel] = _symlink_entry(root, Path(child.path), rel)
+                entries[rel] = _symlink_entry(Path(child.path), rel)
             elif is_dir:
                 if not walk(Path(child.path), rel, rules):
                     entries[rel] = Entry("dir", b"", stat.S_IMODE(st.st_mode))
@@ -207,7 +207,7 @@ def _join(base: str, name: str) -> str:
     return f"{base}/{name}" if base else name
 
 
-def _symlink_entry(root: Path, link: Path, rel: str) -> Entry:
+def _symlink_entry(link: Path, rel: str) -> Entry:
     target = os.readlink(link)
     if os.path.isabs(target):
         raise SelectionError(

@@ -25,6 +25,10 @@ def invoke(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
+def payload_files(out: Path) -> set[str]:
+    return {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
+
+
 def assert_report_sound(report: dict) -> None:  # type: ignore[type-arg]
     assert structural_errors(report) == []
     for ph in report["phase_statistics"]["phases"]:
@@ -54,10 +58,7 @@ def test_deterministic_500_files(tmp_path: Path) -> None:
         "-q",
     )
     assert code == 0, err
-    payload = sorted(
-        str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*") if p.is_file()
-    )
-    assert payload == sorted([*NEEDED, "keepme.cfg"])
+    assert payload_files(tmp_path / "out") == {*NEEDED, "keepme.cfg"}
     for rel in NEEDED:
         assert (tmp_path / "out" / rel).read_text() == "NEEDED\n"
     report = json.loads((tmp_path / "out.repomin/report.json").read_text())
@@ -96,9 +97,7 @@ def test_flaky_half_the_runs(tmp_path: Path) -> None:
     ex = report["execution"]
     assert ex["sampling_policy"] == "strict" and ex["final_validation_passed"]
     assert ex["final_passes"] >= 5
-    assert set(NEEDED) <= {
-        str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*") if p.is_file()
-    }
+    assert set(NEEDED) <= payload_files(tmp_path / "out")
     accepted = [e for e in report["events"] if e.get("decision") == "accepted"]
     assert accepted
     for e in accepted:
@@ -239,10 +238,7 @@ def test_flaky_sixty_percent_certifies_at_point_three(tmp_path: Path) -> None:
     assert code == 0, err
     report = json.loads((tmp_path / "out.repomin/report.json").read_text())
     assert_report_sound_holdout(report)
-    payload = {
-        str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*") if p.is_file()
-    }
-    assert payload == set(NEEDED)
+    assert payload_files(tmp_path / "out") == set(NEEDED)
     hold = report["holdout_certification"]
     assert hold["status"] == "certified" and hold["planned_runs"] == hold["completed_runs"] == 30
     assert hold["lower_bound"] >= 0.3 and hold["exact_gate_passed"] is True

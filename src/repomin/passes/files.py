@@ -31,7 +31,6 @@ class DeleteFiles:
                 (c for c in children if not problem.protected(c)),
                 key=lambda c: (-tree.size_of(c), c),
             )
-            base = problem.current
 
             def build(remaining: Sequence[str], units: list[str] = units) -> Tree:
                 keep = set(remaining)
@@ -44,6 +43,5 @@ class DeleteFiles:
 
             if units:
                 ddmin_delete(problem, self.name, units, build, describe)
-            del base
             after = problem.current
             queue.extend(c for c in children if after.is_dir(c))
