@@ -1,6 +1,7 @@
 """Export: write the payload and its sidecar atomically, next to each other, never inside.
 
-The payload is materialised into a temporary sibling of OUTPUT and renamed into place; an
+The payload is materialised into a temporary sibling of OUTPUT (files and symlinks keep SRC's
+modification times, see :func:`repomin.tree.materialise`) and renamed into place; an
 existing OUTPUT is only replaced with ``--force`` (moved aside first, removed after the rename).
 The sidecar ``OUTPUT.repomin/`` holds ``report.json`` and ``REPOMIN.md``, each written via a
 temporary file and ``os.replace``.

@@ -4,8 +4,9 @@ Rules, in order: default ignored names (version-control and tool caches), ``--ig
 (a base name or glob), ``--ignore-path PATH`` (relative to SRC), and ``.gitignore`` files at any
 depth (via ``pathspec``, deeper files override shallower ones, unless ``--no-gitignore``). Files
 are classified as text or binary here; binary files are only ever kept or removed whole.
-Symlinks are kept as links; a link that points outside SRC is an error unless ignored. SRC is
-only read, never written.
+Symlinks are kept as links; a link that points outside SRC is an error unless ignored. Each
+file's and symlink's modification time is recorded in nanoseconds (``Entry.mtime_ns``) so that
+samples and the payload see the tree as the user's shell does. SRC is only read, never written.
 """
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ def select(src: Path, options: SelectionOptions) -> Selection:
                 continue
             any_child = True
             if stat.S_ISLNK(st.st_mode):
-                entries[rel] = _symlink_entry(Path(child.path), rel)
+                entries[rel] = _symlink_entry(Path(child.path), rel, st.st_mtime_ns)
             elif is_dir:
                 if not walk(Path(child.path), rel, rules):
                     entries[rel] = Entry("dir", b"", stat.S_IMODE(st.st_mode))
@@ -184,7 +185,9 @@ def select(src: Path, options: SelectionOptions) -> Selection:
                         f"cannot read {rel!r}: {exc.strerror}; make it readable or exclude it "
                         f"with --ignore-path {rel}"
                     ) from None
-                entries[rel] = Entry("file", data, stat.S_IMODE(st.st_mode), is_text(data))
+                entries[rel] = Entry(
+                    "file", data, stat.S_IMODE(st.st_mode), is_text(data), st.st_mtime_ns
+                )
             else:
                 raise SelectionError(
                     f"{rel!r} is a device, FIFO or socket, which ReproMin does not copy; exclude "
@@ -207,7 +210,7 @@ def _join(base: str, name: str) -> str:
     return f"{base}/{name}" if base else name
 
 
-def _symlink_entry(link: Path, rel: str) -> Entry:
+def _symlink_entry(link: Path, rel: str, mtime_ns: int) -> Entry:
     target = os.readlink(link)
     if os.path.isabs(target):
         raise SelectionError(
@@ -220,4 +223,4 @@ def _symlink_entry(link: Path, rel: str) -> Entry:
             f"symlink {rel!r} points outside SRC (to {target!r}); point it inside the tree, or "
             f"exclude it with --ignore-path {rel}"
         )
-    return Entry("symlink", os.fsencode(target), 0o777)
+    return Entry("symlink", os.fsencode(target), 0o777, False, mtime_ns)

@@ -97,15 +97,17 @@ class Session:
                 tmp = target.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
                 tmp.write_bytes(entry.data)
                 os.replace(tmp, target)
-            manifest.append([path, entry.kind, entry.mode, entry.text, blob])
+            manifest.append([path, entry.kind, entry.mode, entry.text, blob, entry.mtime_ns])
         write_json_atomic(self.root / "trees" / f"{tree.digest}.json", manifest)
         return tree.digest
 
     def load_tree(self, digest: str) -> Tree:
         manifest = json.loads((self.root / "trees" / f"{digest}.json").read_text("utf-8"))
-        entries = {
-            path: Entry(kind, (self.root / "blobs" / blob).read_bytes(), mode, text)
-            for path, kind, mode, text, blob in manifest
+        entries = {  # the sixth field (mtime in ns) is absent in sessions before it existed
+            row[0]: Entry(
+                row[1], (self.root / "blobs" / row[4]).read_bytes(), row[2], row[3], *row[5:6]
+            )
+            for row in manifest
         }
         tree = Tree.of(entries)
         if tree.digest != digest:

@@ -1,10 +1,17 @@
 """Trees: the immutable value every pass proposes and every runner executes.
 
-A :class:`Tree` maps a relative POSIX path to an :class:`Entry` (a regular file with its bytes
-and mode, a symlink with its target, or an empty directory). It never touches the disk except in
-:func:`materialise`, which writes a fresh copy for one sample. Its :attr:`Tree.digest` covers
-paths, kinds, mode bits, symlink targets, contents and empty directories: two trees with the
-same digest behave the same for the oracle, which is what makes the content cache sound.
+A :class:`Tree` maps a relative POSIX path to an :class:`Entry` (a regular file with its bytes,
+mode and modification time, a symlink with its target, or an empty directory). It never touches
+the disk except in :func:`materialise`, which writes a fresh copy for one sample. Its
+:attr:`Tree.digest` covers paths, kinds, mode bits, symlink targets, contents and empty
+directories: two trees with the same digest behave the same for the oracle, which is what makes
+the content cache sound.
+
+Modification times (``Entry.mtime_ns``, read from SRC) are carried to every copy but are *not*
+part of the digest: every entry's time comes from SRC and an edit keeps it
+(:meth:`Entry.with_data`), so within one reduction a path always has the same time and the
+digest already decides the mtimes. The complete payload fingerprint (``tree-sha256-v1``, see
+:mod:`repomin.fingerprint`) does cover them.
 """
 
 from __future__ import annotations
@@ -30,13 +37,23 @@ class Entry:
     data: bytes = b""
     mode: int = 0o644
     text: bool = False
+    #: Modification time in nanoseconds (files and symlinks from SRC); None: the copy's own.
+    mtime_ns: int | None = None
 
     @property
     def size(self) -> int:
         return len(self.data) if self.kind == "file" else 0
 
     def with_data(self, data: bytes) -> Entry:
-        return Entry(self.kind, data, self.mode, self.text)
+        """The same entry with new content. The modification time is kept on purpose: an edited
+        file stays as old relative to the files built from it as it was in SRC, so ``make`` and
+        other staleness checks decide as they do in the user's tree."""
+        return Entry(self.kind, data, self.mode, self.text, self.mtime_ns)
+
+    @property
+    def mtime_seconds(self) -> float | None:
+        """``mtime_ns`` in seconds (for tar headers: PAX keeps the fraction)."""
+        return None if self.mtime_ns is None else self.mtime_ns / 1e9
 
 
 def _entry_record(path: str, entry: Entry) -> bytes:
@@ -161,7 +178,11 @@ class Tree:
 
 
 def materialise(tree: Tree, root: Path) -> None:
-    """Write ``tree`` below ``root`` (which must exist and be empty)."""
+    """Write ``tree`` below ``root`` (which must exist and be empty).
+
+    Files and symlinks get their recorded modification time (``Entry.mtime_ns``, nanoseconds;
+    the access time is set to the same value); directories keep the time of the copy.
+    """
     made: set[str] = set()
 
     def ensure(directory: str) -> None:
@@ -177,6 +198,8 @@ def materialise(tree: Tree, root: Path) -> None:
         ensure(path.rpartition("/")[0])
         if entry.kind == "symlink":
             os.symlink(os.fsdecode(entry.data), target)
+            if entry.mtime_ns is not None:
+                _set_mtime(target, entry.mtime_ns, follow=False)
         else:
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, entry.mode & 0o7777)
             try:
@@ -189,3 +212,13 @@ def materialise(tree: Tree, root: Path) -> None:
             # os.open honours the umask; restore the recorded mode exactly.
             if entry.mode & 0o022:
                 os.chmod(target, entry.mode & 0o7777)
+            if entry.mtime_ns is not None:
+                _set_mtime(target, entry.mtime_ns, follow=True)
+
+
+def _set_mtime(path: str, mtime_ns: int, *, follow: bool) -> None:
+    try:
+        os.utime(path, ns=(mtime_ns, mtime_ns), follow_symlinks=follow)
+    except NotImplementedError:  # no lutimes on this platform: the link keeps the copy's time
+        if follow:
+            raise
