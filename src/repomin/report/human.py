@@ -1,0 +1,251 @@
+"""The human summary of a reduction: the end of ``repomin reduce`` and ``REPOMIN.md``.
+
+Both show the kept files with their sizes, what each pass removed (files, bytes and the oracle
+runs it spent), the evidence in one sentence, and commands that work from where they say to run
+them. The terminal summary prints absolute paths (the commands work from any directory);
+``REPOMIN.md`` lives in ``OUTPUT.repomin/`` and may be moved together with the payload, so its
+commands are relative to the directory that holds both ``OUTPUT`` and ``OUTPUT.repomin``.
+
+Everything is derived from the report (and the payload's file list); the machine-readable,
+path-free summary is :mod:`repomin.report.summary`.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from repomin.failure.contract import FailureSpec
+from repomin.tree import Tree
+
+#: Kept files listed by name; the rest are summarised in one line.
+TERMINAL_FILES = 20
+MARKDOWN_FILES = 200
+
+
+@dataclass(frozen=True, slots=True)
+class KeptFile:
+    path: str
+    size: int
+    symlink: bool = False
+
+
+def files_of_tree(tree: Tree) -> list[KeptFile]:
+    """The files and symlinks of ``tree``, largest first (ties by path)."""
+    kept = [
+        KeptFile(path, entry.size, entry.kind == "symlink")
+        for path, entry in tree.entries.items()
+        if entry.kind != "dir"
+    ]
+    return sorted(kept, key=lambda f: (-f.size, f.path))
+
+
+def files_on_disk(root: Path) -> list[KeptFile]:
+    """The files and symlinks under ``root`` (symlinks not followed), largest first."""
+    kept: list[KeptFile] = []
+    for directory, dirs, names in os.walk(root):
+        for name in [*names, *(d for d in dirs if os.path.islink(os.path.join(directory, d)))]:
+            full = os.path.join(directory, name)
+            rel = os.path.relpath(full, root).replace(os.sep, "/")
+            st = os.lstat(full)
+            link = os.path.islink(full)
+            kept.append(KeptFile(rel, 0 if link else st.st_size, link))
+    return sorted(kept, key=lambda f: (-f.size, f.path))
+
+
+def size_text(n: int) -> str:
+    """``812 B``, ``4.1 kB`` (decimal units)."""
+    if n < 1000:
+        return f"{n} B"
+    value = float(n)
+    for unit in ("kB", "MB", "GB"):
+        value /= 1000
+        if value < 1000 or unit == "GB":
+            return f"{value:.1f} {unit}"
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def removals(report: Mapping[str, Any]) -> list[str]:
+    """One phrase per pass that removed something or spent runs, in schedule order."""
+    out: list[str] = []
+    for phase in report.get("phase_statistics", {}).get("phases", []):
+        files, size = phase.get("files_removed", 0), phase.get("bytes_removed", 0)
+        runs = phase.get("oracle_samples", 0)
+        if not (files or size or runs):
+            continue
+        if files:
+            what = f"{_plural(files, 'file')}, {size_text(size)}"
+        else:
+            what = size_text(size) if size else "nothing"
+        out.append(f"{phase['name']}: {what} in {_plural(runs, 'run')}")
+    return out
+
+
+def contract_text(report: Mapping[str, Any]) -> str:
+    """The failure contract in words, e.g. ``output matching `KeyError: 'root'```."""
+    spec = FailureSpec.from_json(report["failure_spec"])
+    parts: list[str] = []
+    mode = spec.oracle_mode
+    if mode.endswith("_exception") or mode == "process_failure":
+        parts.append(f"the pinned {mode.replace('_', ' ')} signature")
+    if spec.match is not None:
+        parts.append(f"output matching `{spec.match}`")
+    if spec.exit_code is not None:
+        parts.append(f"exit code {spec.exit_code}")
+    return " and ".join(parts) or mode
+
+
+def evidence_sentence(report: Mapping[str, Any]) -> str:
+    """The evidence in one sentence: baseline, final validation and its test, holdout."""
+    ex = report["execution"]
+    theta = ex["min_candidate_rate"]
+    test = "passed" if ex["final_validation_passed"] else "failed"
+    hold = report.get("holdout_certification", {})
+    status = hold.get("status", "not_requested")
+    if status in ("certified", "rejected"):
+        holdout = (
+            f"; the holdout ({hold['passes']}/{hold['completed_runs']} fresh runs, never used by "
+            f"the search) {status} p >= {hold['min_rate']}"
+        )
+    elif status == "not_requested":
+        holdout = "; no holdout was requested"
+    else:
+        holdout = f"; the holdout was {status}"
+    final = (
+        f"{ex['final_passes']}/{ex['final_runs']} fresh runs of the payload, and the exact "
+        f"one-sided test of a reproduction rate above {theta:.3f} at confidence "
+        f"{ex['confidence']} {test}"
+        if ex["final_runs"]
+        else "no final runs of the payload (nothing tests it)"
+    )
+    return (
+        f"The failure ({contract_text(report)}) reproduced in "
+        f"{ex['baseline_passes']}/{ex['baseline_runs']} runs of the original tree and in "
+        f"{final}{holdout}."
+    )
+
+
+def _file_lines(files: Sequence[KeptFile], limit: int, indent: str) -> list[str]:
+    width = max((len(f.path) for f in files[:limit]), default=0)
+    lines = [
+        f"{indent}{f.path.ljust(width)}  {'symlink' if f.symlink else size_text(f.size)}"
+        for f in files[:limit]
+    ]
+    rest = files[limit:]
+    if rest:
+        total = sum(f.size for f in rest)
+        lines.append(f"{indent}... and {_plural(len(rest), 'more file')} ({size_text(total)})")
+    return lines
+
+
+def rerun_command(report: Mapping[str, Any], payload: str) -> str:
+    """Run the recorded command by hand on a fresh copy of ``payload`` (never in it: runs may
+    leave files behind, e.g. ``__pycache__``, and the payload would no longer match the report),
+    with the environment a sample gets: PATH, LANG=C.UTF-8, fresh HOME/TMPDIR/TMP/TEMP and the
+    ``--env`` names (values are not recorded: fill them in)."""
+    names = report["execution"].get("environment_names", [])
+    extra = "".join(f' {name}="..."' for name in names)
+    return (
+        f'd=$(mktemp -d) && mkdir "$d/tree" "$d/tmp" && cp -a {shlex.quote(payload)}/. "$d/tree" '
+        f'&& (cd "$d/tree" && env -i PATH="$PATH" LANG=C.UTF-8 HOME="$d/tmp" TMPDIR="$d/tmp" '
+        f'TMP="$d/tmp" TEMP="$d/tmp"{extra} sh -c {shlex.quote(report["command"])})'
+    )
+
+
+def render_repomin_md(
+    report: Mapping[str, Any], output_name: str, files: Sequence[KeptFile]
+) -> str:
+    """``REPOMIN.md`` for the payload directory ``output_name`` beside ``output_name.repomin``."""
+    src, out, ex = report["source"], report["output"], report["execution"]
+    payload = shlex.quote(output_name)
+    sidecar = shlex.quote(f"{output_name}.repomin/report.json")
+    removed = removals(report)
+    lines = [
+        "# ReproMin reproducer",
+        "",
+        f"`{output_name}/` holds {_plural(out['files'], 'file')} ({size_text(out['bytes'])}), "
+        f"reduced from {_plural(src['files'], 'file')} ({size_text(src['bytes'])}) by ReproMin "
+        f"{report['repomin_version']} in {_plural(ex['oracle_samples'], 'run')}.",
+        "",
+        evidence_sentence(report),
+        "",
+        "## Kept files",
+        "",
+        "```text",
+        *_file_lines(files, MARKDOWN_FILES, ""),
+        "```",
+        "",
+        "## Removed, by pass",
+        "",
+        *([f"- {line}" for line in removed] or ["- nothing (the original tree is minimal)"]),
+        "",
+        "## Commands",
+        "",
+        f"Run these from the directory that holds `{output_name}/` and `{output_name}.repomin/` "
+        "(the parent of the directory this file is in).",
+        "",
+        "Replay the failure on fresh copies, with the recorded backend and contract:",
+        "",
+        "```sh",
+        f"repomin report replay {sidecar} --payload {payload} --yes",
+        "```",
+        "",
+        "Check that the payload still matches this report (runs nothing):",
+        "",
+        "```sh",
+        f"repomin report validate {sidecar} --payload {payload}",
+        "```",
+        "",
+        "Or run the command by hand on a copy, in the environment a sample gets"
+        + (" (fill in the `--env` values)" if ex.get("environment_names") else "")
+        + (f"; the reduction used the {ex['backend']} backend" if ex["backend"] != "host" else "")
+        + ":",
+        "",
+        "```sh",
+        rerun_command(report, output_name),
+        "```",
+        "",
+        "Keep `report.json` and this file beside the payload, not inside it.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def render_terminal(
+    report: Mapping[str, Any],
+    payload: Path,
+    report_path: Path,
+    files: Sequence[KeptFile],
+) -> list[str]:
+    """The lines ``repomin reduce`` prints at the end; paths absolute, commands runnable."""
+    src, out, ex = report["source"], report["output"], report["execution"]
+    payload_abs = payload.absolute()
+    report_abs = report_path.absolute()
+    lines = [
+        f"repomin: {_plural(src['files'], 'file')} / {size_text(src['bytes'])} -> "
+        f"{_plural(out['files'], 'file')} / {size_text(out['bytes'])} in {_plural(ex['oracle_samples'], 'run')} "
+        f"({report['accepted_mutations']} accepted mutations, "
+        f"{report['cache_hits']} cache hits)",
+        "repomin: kept:",
+        *_file_lines(files, TERMINAL_FILES, "  "),
+    ]
+    removed = removals(report)
+    if removed:
+        lines.append("repomin: removed: " + "; ".join(removed))
+    lines += [
+        f"repomin: evidence: {evidence_sentence(report)}",
+        f"repomin: payload: {payload_abs}",
+        f"repomin: report:  {report_abs}",
+        f"repomin: notes:   {report_abs.parent / 'REPOMIN.md'}",
+        f"repomin: replay:  repomin report replay {shlex.quote(str(report_abs))} "
+        f"--payload {shlex.quote(str(payload_abs))} --yes",
+    ]
+    return lines
