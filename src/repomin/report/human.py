@@ -231,7 +231,8 @@ def render_terminal(
     report_abs = report_path.absolute()
     lines = [
         f"repomin: {_plural(src['files'], 'file')} / {size_text(src['bytes'])} -> "
-        f"{_plural(out['files'], 'file')} / {size_text(out['bytes'])} in {_plural(ex['oracle_samples'], 'run')} "
+        f"{_plural(out['files'], 'file')} / {size_text(out['bytes'])} in "
+        f"{_plural(ex['oracle_samples'], 'run')} "
         f"({report['accepted_mutations']} accepted mutations, "
         f"{report['cache_hits']} cache hits)",
         "repomin: kept:",
