@@ -21,6 +21,12 @@ cut by that truncation is discarded, never half-used. In a container without ``s
 atime method is used when the container filesystem supports it; otherwise the trace is
 ``unavailable`` and the reason is recorded in the events.
 
+**Source access check**: when samples can see SRC (no namespace could be made, see
+:mod:`repomin.runners.sandbox`), the strace log is also searched for the first system call whose
+path argument lies under SRC's absolute path (``forbidden``); the caller stops the reduction
+on it unless ``--allow-src-access``. Only path arguments of calls count (not ``argv`` strings),
+failed calls included: an attempt that finds SRC's copy is exactly what would break the payload.
+
 The traced sample is not an oracle sample and is no evidence for anything: it only yields a
 *proposal* (delete every file never touched) that the oracle then accepts or rejects like any
 other candidate. A wrong trace costs one rejected candidate.
@@ -64,6 +70,8 @@ class TraceResult:
     duration: float = 0.0
     exit_code: int | None = None
     reproduced: bool | None = None
+    #: The first path under a ``forbidden`` root the command reached (strace only).
+    forbidden_access: str | None = None
 
     @property
     def usable(self) -> bool:
@@ -138,6 +146,7 @@ def trace_opened_files(
     methods: Sequence[str] = ("strace", "atime"),
     in_band: bool | None = None,
     reproduces: Callable[[Outcome], bool] | None = None,
+    forbidden: Sequence[str] = (),
 ) -> TraceResult:
     """Run ``command`` once on ``tree`` under a tracer; never raises for a tracing problem.
 
@@ -178,9 +187,12 @@ def trace_opened_files(
         infrastructure_error=outcome.infrastructure_error,
     )
     reproduced = reproduces(clean) if reproduces is not None else None
+    reached: str | None = None
 
     def result(method: str, opened: frozenset[str] | None, reason: str) -> TraceResult:
-        return TraceResult(method, opened, reason, duration, outcome.exit_code, reproduced)
+        return TraceResult(
+            method, opened, reason, duration, outcome.exit_code, reproduced, reached
+        )
 
     if outcome.infrastructure_error is not None:
         return result("unavailable", None, f"backend error: {outcome.infrastructure_error}")
@@ -200,6 +212,7 @@ def trace_opened_files(
     body = files.get("log", b"")
     if method == "strace":
         opened = strace_paths(body.splitlines(), roots)
+        reached = first_access_under(body.splitlines(), forbidden) if forbidden else None
     else:
         opened = atime_paths(body.splitlines())
     reason = (
@@ -292,6 +305,32 @@ def strace_paths(lines: Iterable[bytes], roots: Sequence[str]) -> set[str]:
         if rel is not None:
             out.add(rel)
     return out
+
+
+_CALL = re.compile(
+    rb'^\s*(?:\[pid\s+\d+\]\s*)?(?:\d+\s+)?[a-z_0-9]+\('
+    rb'(?:(?:AT_FDCWD|-?\d+)<((?:[^>\\]|\\.)*)>, )?"((?:[^"\\]|\\.)*)"'
+)
+
+
+def first_access_under(lines: Iterable[bytes], roots: Sequence[str]) -> str | None:
+    """The first path argument of a logged call (in log order) that lies under one of
+    ``roots``: absolute, or relative to a directory descriptor under it."""
+    prefixes = [os.path.normpath(r) for r in roots if r.startswith("/")]
+    for line in lines:
+        m = _CALL.match(line)
+        if m is None:
+            continue
+        path = os.fsdecode(_unescape(m.group(2)))
+        if not path.startswith("/"):
+            if m.group(1) is None:
+                continue
+            path = os.fsdecode(_unescape(m.group(1))) + "/" + path
+        norm = os.path.normpath(path)
+        for root in prefixes:
+            if norm == root or norm.startswith(root.rstrip("/") + "/"):
+                return norm
+    return None
 
 
 def atime_paths(lines: Iterable[bytes]) -> set[str]:

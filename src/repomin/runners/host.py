@@ -2,9 +2,11 @@
 
 Each sample gets its own directory (on tmpfs when ``/dev/shm`` exists, since copying thousands of
 files to disk costs seconds) holding ``tree/`` (the copy) and ``tmp/`` (``TMPDIR``, ``HOME``), so
-samples never share scratch space. The command runs through ``/bin/sh -c`` in a new session;
-on timeout -- and after every normal exit, to reap background stragglers -- the whole process
-group is killed. Output goes to files and is read back bounded (head and tail).
+samples never share scratch space. The command runs through ``/bin/sh -c`` in a new session,
+inside the boundary of :mod:`repomin.runners.sandbox` (a private mount and PID namespace that
+hides SRC, OUTPUT and the session directory when ``bwrap`` works; otherwise a supervisor that
+dies with ReproMin). On timeout -- and after every normal exit, to reap background stragglers --
+the whole process group is killed. Output goes to files and is read back bounded (head and tail).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from repomin.errors import UsageError
+from repomin.runners import sandbox
 from repomin.runners.base import OUTPUT_LIMIT, Outcome, RunRequest
 from repomin.tree import Tree, materialise
 
@@ -43,17 +47,42 @@ class HostRunner:
 
     backend = "host"
 
-    def __init__(self, *, base_dir: Path | None = None, keep_samples: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        base_dir: Path | None = None,
+        keep_samples: bool = False,
+        hide: tuple[Path, ...] = (),
+        isolation: str = "auto",
+    ) -> None:
+        """``hide``: directories a sample must not see at their paths (SRC, OUTPUT, its
+        sidecar, the session directory; those that do not exist yet are checked again at
+        every sample). ``isolation``: ``auto`` (namespace when bwrap works, else supervisor),
+        ``namespace`` (required; exit 2 when impossible) or ``supervisor``."""
+        if isolation not in ("auto", *sandbox.ISOLATION_MODES):
+            raise UsageError(f"isolation {isolation!r} must be auto, namespace or supervisor")
+        problem = sandbox.bwrap_problem() if isolation != "supervisor" else "not requested"
+        if isolation == "namespace" and problem is not None:
+            raise UsageError(f"no sample namespace can be made: {problem}; install bubblewrap")
+        self.isolation = "namespace" if problem is None else "supervisor"
+        self.namespace_problem = problem
         root = base_dir or scratch_root()
         reap_stale(root)
         self._base = Path(tempfile.mkdtemp(prefix=f"repomin-{os.getpid()}-", dir=root))
+        sandbox.write_owner(self._base)
+        self._hide = hide
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
         self._keep = keep_samples
         self._live: set[int] = set()
 
+    @property
+    def hides_source(self) -> bool:
+        """True when samples cannot see the ``hide`` directories at their paths."""
+        return self.isolation == "namespace" and bool(self._hide)
+
     def describe(self) -> dict[str, Any]:
-        return {"backend": "host"}
+        return {"backend": "host", "sample_isolation": self.isolation}
 
     def _next_dir(self, sample_id: str) -> Path:
         with self._lock:
@@ -81,20 +110,34 @@ class HostRunner:
         }
         out_path, err_path = sample_dir / "stdout", sample_dir / "stderr"
         timed_out = False
+        hidden = sandbox.hidden_paths(self._hide, [self._base]) if self._hide else []
+        status_r, status_w = os.pipe()
+        argv = sandbox.sample_argv(
+            ["/bin/sh", "-c", request.command],
+            status_fd=status_w,
+            namespace=self.isolation == "namespace",
+            hidden=hidden,
+        )
         start = time.monotonic()
+        report_bytes = b""
         try:
             with open(out_path, "wb") as out, open(err_path, "wb") as err:
-                proc = subprocess.Popen(
-                    ["/bin/sh", "-c", request.command],
-                    cwd=work,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    start_new_session=True,
-                )
+                try:
+                    proc = subprocess.Popen(
+                        argv,
+                        cwd=work,
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        stdout=out,
+                        stderr=err,
+                        start_new_session=True,
+                        pass_fds=(status_w,),
+                    )
+                finally:
+                    os.close(status_w)
                 with self._lock:
                     self._live.add(proc.pid)
+                record = sandbox.record_sample(self._base, proc.pid)
                 try:
                     rc = proc.wait(timeout=request.timeout)
                 except subprocess.TimeoutExpired:
@@ -105,9 +148,17 @@ class HostRunner:
                     _kill_group(proc.pid)
                     with self._lock:
                         self._live.discard(proc.pid)
+                    record.unlink(missing_ok=True)
             duration = time.monotonic() - start
+            # Written before the supervisor exited; never wait for a straggler holding the pipe.
+            os.set_blocking(status_r, False)
+            with contextlib.suppress(BlockingIOError):
+                report_bytes = os.read(status_r, 64)
+            reported = sandbox.decode_status(report_bytes) if report_bytes else None
+            rc = reported if reported is not None and not timed_out else rc
             stdout, stderr = _read_bounded(out_path), _read_bounded(err_path)
         finally:
+            os.close(status_r)
             if not self._keep:
                 shutil.rmtree(sample_dir, ignore_errors=True)
         sig = -rc if rc < 0 else None
@@ -136,17 +187,9 @@ class HostRunner:
 
 
 def reap_stale(root: Path) -> None:
-    """Remove sample directories left by ReproMin processes that died (e.g. SIGKILL)."""
-    for entry in root.glob("repomin-*-*"):
-        pid_text = entry.name.split("-")[1]
-        if not pid_text.isdigit() or not entry.is_dir():
-            continue
-        try:
-            os.kill(int(pid_text), 0)
-        except ProcessLookupError:
-            shutil.rmtree(entry, ignore_errors=True)
-        except PermissionError:
-            continue
+    """Remove sample directories left by ReproMin processes that died (e.g. SIGKILL), after
+    killing whatever their recorded sample process groups left running."""
+    sandbox.reap_stale(root, "repomin-")
 
 
 def _kill_group(pid: int) -> None:

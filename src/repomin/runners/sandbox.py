@@ -1,0 +1,246 @@
+"""The host sample's boundary: what a sample cannot see, and why it cannot outlive ReproMin.
+
+**Namespace** (preferred, when ``bwrap`` works here): every sample runs as
+
+    bwrap --dev-bind / / --proc /proc --unshare-pid --die-with-parent
+          --tmpfs HIDDEN --remount-ro HIDDEN ...  -- PYTHON -I -S -c SUPERVISOR ...
+
+The whole filesystem stays visible at its own paths (tools, compilers, the sample's own copy),
+except SRC, OUTPUT, its sidecar and the session directory, each covered by an empty read-only
+tmpfs: a sample that reaches SRC through an absolute path finds nothing there, exactly as after
+SRC is moved away. The private PID namespace (with its own ``/proc``) gives the kernel's PID-1
+rule: when the namespace's init dies, every process in it dies, including grandchildren that
+called ``setsid``. ``--die-with-parent`` ties init to bwrap and bwrap to ReproMin
+(``PR_SET_PDEATHSIG``), so SIGKILL of ReproMin kills the whole sample at once.
+
+**Supervisor** (fallback, no namespace): the sample's group leader is a small Python supervisor
+that sets ``PR_SET_PDEATHSIG`` on itself and, when ReproMin dies, kills its own process group
+(the command and every descendant that did not leave the group). SRC stays visible; the caller
+checks the traced run's log for accesses under SRC instead (see :mod:`repomin.trace`).
+
+In both modes the supervisor reports the command's raw wait status through a pipe, so a signal
+death (``-11``) stays distinguishable from ``exit 139`` although bwrap itself reports ``128+N``.
+
+**Reaping**: every live sample is recorded as ``live/<pgid>`` (its process group and the
+leader's start time) in the runner's directory, whose ``owner`` file holds ReproMin's PID and
+start time. A new runner removes directories of dead owners after killing the processes of
+their recorded groups that started no earlier than the recorded time (never by name).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+#: Values of ``execution.sample_isolation``.
+ISOLATION_MODES = ("namespace", "supervisor")
+
+_SUPERVISOR = r"""
+import os, signal, sys
+fd, parent, group = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "group"
+argv = sys.argv[4:]
+if group:
+    def _die(signum, frame):
+        os.killpg(0, signal.SIGKILL)
+    signal.signal(signal.SIGUSR2, _die)
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGUSR2))  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        _die(0, None)
+pid = os.fork()
+if pid == 0:
+    os.close(fd)
+    signal.signal(signal.SIGUSR2, signal.SIG_DFL)
+    try:
+        os.execv(argv[0], argv)
+    finally:
+        os._exit(127)
+while True:
+    try:
+        _, status = os.waitpid(pid, 0)
+        break
+    except ChildProcessError:
+        status = 127 << 8
+        break
+os.write(fd, b"%d\n" % status)
+os._exit(0)
+"""
+
+_probe_lock = threading.Lock()
+_probe_result: dict[str, str | None] = {}
+
+
+def bwrap_problem() -> str | None:
+    """None when ``bwrap`` can make the sample namespace here, else why not (cached)."""
+    with _probe_lock:
+        if "bwrap" not in _probe_result:
+            _probe_result["bwrap"] = _probe_bwrap()
+        return _probe_result["bwrap"]
+
+
+def _probe_bwrap() -> str | None:
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return "bwrap (bubblewrap) is not installed"
+    probe = tempfile.mkdtemp(prefix="repomin-probe-")
+    try:
+        Path(probe, "visible").write_text("")
+        check = f"test ! -e {probe}/visible && test -d /proc/self"
+        argv = [exe, *_namespace_flags([Path(probe)]), "--", "/bin/sh", "-c", check]
+        done = subprocess.run(argv, capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap could not run: {exc}"
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
+    if done.returncode != 0:
+        detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        return "bwrap cannot create a namespace here" + (f": {detail[-1][:200]}" if detail else "")
+    return None
+
+
+def _namespace_flags(hidden: Sequence[Path]) -> list[str]:
+    flags = ["--dev-bind", "/", "/", "--proc", "/proc", "--unshare-pid", "--die-with-parent"]
+    for path in hidden:
+        flags += ["--tmpfs", str(path), "--remount-ro", str(path)]
+    return flags
+
+
+def hidden_paths(candidates: Sequence[Path], keep_visible: Sequence[Path]) -> list[Path]:
+    """The existing directories among ``candidates`` (resolved, deduplicated, outermost
+    first), minus any that contain a path in ``keep_visible`` (the sample's own directory)."""
+    found: list[Path] = []
+    for raw in candidates:
+        try:
+            path = raw.resolve()
+        except OSError:
+            continue
+        if not path.is_dir() or path == Path("/"):
+            continue
+        if any(v == path or path in v.parents for v in keep_visible):
+            continue
+        if any(f == path or f in path.parents for f in found):
+            continue
+        found = [f for f in found if path not in f.parents]
+        found.append(path)
+    return sorted(found)
+
+
+def sample_argv(
+    command: Sequence[str],
+    *,
+    status_fd: int,
+    namespace: bool,
+    hidden: Sequence[Path],
+) -> list[str]:
+    """The argv that runs ``command`` supervised, in the namespace when ``namespace``."""
+    parent = os.getpid()
+    python = [sys.executable, "-I", "-S", "-c", _SUPERVISOR, str(status_fd)]
+    if not namespace:
+        return [*python, str(parent), "group", *command]
+    bwrap = shutil.which("bwrap") or "bwrap"
+    # Inside the namespace bwrap's own monitor is the parent; --die-with-parent covers it.
+    return [bwrap, *_namespace_flags(hidden), "--", *python, "0", "plain", *command]
+
+
+def decode_status(raw: bytes) -> int | None:
+    """The command's exit code from the supervisor's report (negative for a signal)."""
+    text = raw.decode("ascii", "replace").strip()
+    if not text.isdigit():
+        return None
+    return os.waitstatus_to_exitcode(int(text))
+
+
+# -- process records and reaping ---------------------------------------------------------------
+
+
+def start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (``/proc/PID/stat`` field 22)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()
+    return int(fields[19]) if len(fields) > 19 else None
+
+
+def _group_of(pid: int) -> tuple[int, int] | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()
+    return (int(fields[2]), int(fields[19])) if len(fields) > 19 else None
+
+
+def write_owner(directory: Path) -> None:
+    """Record this process (PID and start time) as the owner of ``directory``."""
+    pid = os.getpid()
+    (directory / "owner").write_text(f"{pid} {start_time(pid) or 0}\n")
+    (directory / "live").mkdir(exist_ok=True)
+
+
+def record_sample(directory: Path, pgid: int) -> Path:
+    record = directory / "live" / str(pgid)
+    record.write_text(f"{pgid} {start_time(pgid) or 0}\n")
+    return record
+
+
+def owner_alive(directory: Path, pid_hint: int | None) -> bool:
+    """Whether the ReproMin process that made ``directory`` is still running."""
+    try:
+        pid_text, _, started = (directory / "owner").read_text().partition(" ")
+        pid, ticks = int(pid_text), int(started or 0)
+    except (OSError, ValueError):
+        if pid_hint is None:
+            return True  # not ours to judge
+        pid, ticks = pid_hint, 0
+    now = start_time(pid)
+    if now is None:
+        return False
+    return ticks == 0 or now == ticks
+
+
+def reap_processes(directory: Path) -> int:
+    """Kill what samples of a dead run left behind: members of each recorded process group
+    that started no earlier than the recorded leader. Returns how many were killed."""
+    records: list[tuple[int, int]] = []
+    for record in (directory / "live").glob("*"):
+        with contextlib.suppress(OSError, ValueError):
+            pgid, _, ticks = record.read_text().partition(" ")
+            records.append((int(pgid), int(ticks or 0)))
+    if not records:
+        return 0
+    killed = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        info = _group_of(int(entry.name))
+        if info is None:
+            continue
+        group, started = info
+        if any(group == pgid and 0 < ticks <= started for pgid, ticks in records):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed += 1
+    return killed
+
+
+def reap_stale(root: Path, prefix: str = "repomin-") -> None:
+    """Remove directories ``PREFIX<pid>-*`` of ReproMin runs that died (SIGKILL, power loss),
+    after killing their samples' leftover processes."""
+    for entry in root.glob(f"{prefix}*-*"):
+        pid_text = entry.name[len(prefix) :].split("-")[0]
+        if not pid_text.isdigit() or not entry.is_dir() or entry.is_symlink():
+            continue
+        if int(pid_text) == os.getpid() or owner_alive(entry, int(pid_text)):
+            continue
+        reap_processes(entry)
+        shutil.rmtree(entry, ignore_errors=True)
