@@ -13,11 +13,14 @@ The pipeline feeds a :class:`Progress` with *events* and never with pre-rendered
   mutation count, the job slots and the candidate threshold θ the report records
   (``execution.min_candidate_rate``; call again when the policy switch halves it).
 * ``message(text)`` for a line worth keeping (printed above the live line in verbose mode).
+* ``notice(text)`` for what the user must see at once, e.g. the first baseline run that did not
+  reproduce (printed above the live line, or on stderr in a pipe; silent only with ``--quiet``).
 
 :class:`LiveProgress` redraws on rich's auto-refresh thread (:data:`REFRESH_HZ` per second)
 from a snapshot of that state, so the clock, the in-flight count and the age of the oldest
-running sample move while a run is in flight. :class:`LogProgress` prints messages as plain
-lines (pipes with ``--verbose``); :class:`NullProgress` is silent (pipes, ``--quiet``). All
+running sample move while a run is in flight. :class:`LogProgress` prints messages and notices as
+plain lines (pipes with ``--verbose``); :class:`NoticeProgress` prints only notices (pipes);
+:class:`NullProgress` is silent (``--quiet``). All
 methods are thread-safe: samples finish on worker threads.
 """
 
@@ -55,6 +58,8 @@ class Progress(Protocol):
 
     def message(self, text: str) -> None: ...
 
+    def notice(self, text: str) -> None: ...
+
     def stop(self) -> None: ...
 
 
@@ -79,15 +84,30 @@ class NullProgress:
     def message(self, text: str) -> None:
         pass
 
+    def notice(self, text: str) -> None:
+        pass
+
     def stop(self) -> None:
         pass
 
 
-class LogProgress(NullProgress):
-    """Plain lines on stderr (pipes with --verbose)."""
+def _print_lines(text: str) -> None:
+    for line in text.splitlines():
+        print(f"repomin: {line}", file=sys.stderr, flush=True)
+
+
+class NoticeProgress(NullProgress):
+    """Notices only, as plain lines on stderr (pipes)."""
+
+    def notice(self, text: str) -> None:
+        _print_lines(text)
+
+
+class LogProgress(NoticeProgress):
+    """Messages and notices as plain lines on stderr (pipes with --verbose)."""
 
     def message(self, text: str) -> None:
-        print(f"repomin: {text}", file=sys.stderr, flush=True)
+        _print_lines(text)
 
 
 @dataclass(slots=True)
@@ -277,7 +297,11 @@ class LiveProgress(NullProgress):
 
     def message(self, text: str) -> None:
         if self._verbose:
-            self._console.print(f"repomin: {text}", highlight=False, markup=False)
+            self.notice(text)
+
+    def notice(self, text: str) -> None:
+        for line in text.splitlines():
+            self._console.print(f"repomin: {line}", highlight=False, markup=False, soft_wrap=True)
 
     def stop(self) -> None:
         self._live.stop()
@@ -317,4 +341,4 @@ def make_progress(*, quiet: bool, verbose: bool) -> Progress:
         return NullProgress()
     if sys.stderr.isatty():
         return LiveProgress(verbose)
-    return LogProgress() if verbose else NullProgress()
+    return LogProgress() if verbose else NoticeProgress()

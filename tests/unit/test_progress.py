@@ -172,3 +172,16 @@ def test_observed_runner_finishes_on_error() -> None:
     with contextlib.suppress(RuntimeError):
         ObservedRunner(inner, rec).run(Tree.of({}), RunRequest("boom", {}, 1.0, "c-1"))
     assert rec.events == [("start", "c-1"), ("finish", "c-1")]
+
+
+def test_notices_in_a_pipe_and_quiet(capsys: Any) -> None:
+    from repomin.progress import LogProgress, NoticeProgress, make_progress
+
+    assert isinstance(make_progress(quiet=True, verbose=True), NullProgress)
+    assert type(make_progress(quiet=False, verbose=False)) is NoticeProgress  # stderr is no tty
+    assert type(make_progress(quiet=False, verbose=True)) is LogProgress
+    NoticeProgress().message("hidden")
+    NoticeProgress().notice("first\nsecond")
+    LogProgress().message("shown")
+    NullProgress().notice("never")
+    assert capsys.readouterr().err == "repomin: first\nrepomin: second\nrepomin: shown\n"
