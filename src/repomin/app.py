@@ -135,7 +135,10 @@ RunnerFactory = Callable[[ReduceOptions], Runner]
 
 def default_runner_factory(options: ReduceOptions) -> Runner:
     if options.backend == "host":
-        return HostRunner()
+        # Samples must not reach SRC, OUTPUT or the session at their paths (issue 18).
+        session = options.session_dir or default_session_dir(options.output)
+        hide = (options.output, sidecar_dir(options.output), session)
+        return HostRunner(source=options.src, hide=hide)
     if options.backend == "docker":
         from repomin.runners.docker import DockerRunner
 

@@ -14,8 +14,9 @@ After the baseline, one extra sample runs the command wrapped in a small POSIX s
   listed is not seen.
 
 Where the log goes: with the host backend it is written to a private directory on the host,
-outside the sample directory (which the runner deletes), so its size is unbounded. With any
-other backend (Docker) it is written to ``$TMPDIR`` inside the sample and printed to stderr
+outside the sample directory (which the runner deletes), so its size is unbounded; its name
+carries ReproMin's PID, and directories of dead runs are removed before the next traced run.
+With any other backend (Docker) it is written to ``$TMPDIR`` inside the sample and printed to stderr
 after the command, between random markers; the runner keeps 1 MiB of head and tail, and a log
 cut by that truncation is discarded, never half-used. In a container without ``strace`` the
 atime method is used when the container filesystem supports it; otherwise the trace is
@@ -47,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from repomin.runners.base import Outcome, Runner, RunRequest
+from repomin.runners.sandbox import reap_stale
 from repomin.tree import Tree
 
 log = logging.getLogger(__name__)
@@ -156,7 +158,9 @@ def trace_opened_files(
     """
     token = secrets.token_hex(8)
     band = runner.backend != "host" if in_band is None else in_band
-    sink = None if band else tempfile.mkdtemp(prefix="repomin-trace-")
+    if not band:
+        reap_stale(Path(tempfile.gettempdir()), "repomin-trace-")
+    sink = None if band else tempfile.mkdtemp(prefix=f"repomin-trace-{os.getpid()}-")
     request = RunRequest(
         wrapper_script(command, sink, token, methods), env, timeout * TIMEOUT_FACTOR, "trace"
     )

@@ -49,7 +49,7 @@ def test_namespace_hides_source_and_keeps_status(tmp_path: Path) -> None:
     src.mkdir()
     (src / "secret.txt").write_text("from SRC\n")
     (tmp_path / "base").mkdir()
-    runner = HostRunner(base_dir=tmp_path / "base", hide=(src, tmp_path / "none"))
+    runner = HostRunner(base_dir=tmp_path / "base", source=src, hide=(tmp_path / "none",))
     try:
         assert runner.isolation == "namespace" and runner.hides_source
         out = runner.run(TREE, RunRequest(f"cat a.txt; cat {src}/secret.txt", {}, 10))
@@ -66,7 +66,7 @@ def test_supervisor_mode_sees_source_and_keeps_status(tmp_path: Path) -> None:
     src.mkdir()
     (src / "secret.txt").write_text("from SRC\n")
     (tmp_path / "base").mkdir()
-    runner = HostRunner(base_dir=tmp_path / "base", hide=(src,), isolation="supervisor")
+    runner = HostRunner(base_dir=tmp_path / "base", source=src, isolation="supervisor")
     try:
         assert not runner.hides_source
         out = runner.run(TREE, RunRequest(f"cat {src}/secret.txt; exit 4", {}, 10))

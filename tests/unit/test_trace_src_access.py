@@ -43,7 +43,7 @@ def test_traced_run_reports_the_source_access(tmp_path: Path, mode: str) -> None
     src.mkdir()
     (src / "helper.txt").write_text("helper\n")
     (tmp_path / "base").mkdir()
-    runner = HostRunner(base_dir=tmp_path / "base", hide=(src,), isolation=mode)
+    runner = HostRunner(base_dir=tmp_path / "base", source=src, isolation=mode)
     tree = Tree.of({"a.txt": Entry("file", b"a\n", text=True)})
     try:
         command = f"cat a.txt; cat {src}/helper.txt; exit 1"

@@ -52,12 +52,13 @@ class HostRunner:
         *,
         base_dir: Path | None = None,
         keep_samples: bool = False,
+        source: Path | None = None,
         hide: tuple[Path, ...] = (),
         isolation: str = "auto",
     ) -> None:
-        """``hide``: directories a sample must not see at their paths (SRC, OUTPUT, its
-        sidecar, the session directory; those that do not exist yet are checked again at
-        every sample). ``isolation``: ``auto`` (namespace when bwrap works, else supervisor),
+        """``source`` (SRC) and ``hide`` (OUTPUT, its sidecar, the session directory): what a
+        sample must not see at its path; paths that do not exist yet are checked again at
+        every sample. ``isolation``: ``auto`` (namespace when bwrap works, else supervisor),
         ``namespace`` (required; exit 2 when impossible) or ``supervisor``."""
         if isolation not in ("auto", *sandbox.ISOLATION_MODES):
             raise UsageError(f"isolation {isolation!r} must be auto, namespace or supervisor")
@@ -70,7 +71,12 @@ class HostRunner:
         reap_stale(root)
         self._base = Path(tempfile.mkdtemp(prefix=f"repomin-{os.getpid()}-", dir=root))
         sandbox.write_owner(self._base)
-        self._hide = hide
+        self._hide = (source, *hide) if source is not None else hide
+        # The sample's own directories stay visible even when they lie inside a hidden one.
+        self._visible = [self._base, Path(tempfile.gettempdir()).resolve()]
+        self._source_hidden = self.isolation == "namespace" and (
+            source is not None and bool(sandbox.hidden_paths([source], self._visible))
+        )
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
         self._keep = keep_samples
@@ -78,11 +84,15 @@ class HostRunner:
 
     @property
     def hides_source(self) -> bool:
-        """True when samples cannot see the ``hide`` directories at their paths."""
-        return self.isolation == "namespace" and bool(self._hide)
+        """True when samples cannot see ``source`` at its path."""
+        return self._source_hidden
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": "host", "sample_isolation": self.isolation}
+        return {
+            "backend": "host",
+            "sample_isolation": self.isolation,
+            "source_hidden": self._source_hidden,
+        }
 
     def _next_dir(self, sample_id: str) -> Path:
         with self._lock:
@@ -110,7 +120,7 @@ class HostRunner:
         }
         out_path, err_path = sample_dir / "stdout", sample_dir / "stderr"
         timed_out = False
-        hidden = sandbox.hidden_paths(self._hide, [self._base]) if self._hide else []
+        hidden = sandbox.hidden_paths(self._hide, self._visible) if self._hide else []
         status_r, status_w = os.pipe()
         argv = sandbox.sample_argv(
             ["/bin/sh", "-c", request.command],
