@@ -167,3 +167,135 @@ class SampleStream(Generic[T]):
                 fut.cancel()
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pending.clear()
+
+
+# -- folding several accepted candidates (deterministic commands) ------------------------------
+
+#: A round folds at most this many accepted candidates per slot.
+FOLD_LIMIT = 8
+
+P = TypeVar("P")
+
+
+@dataclass(slots=True)
+class Fold(Generic[C, P, T]):
+    """Outcome of a folding round: every folded (accepted) candidate, in proposal order."""
+
+    accepted: list[tuple[int, C, P, T]]
+    results: list[tuple[int, C, T | None, str]]  # (index, candidate, result, status)
+
+
+def fold_accepted(
+    candidates: Iterable[C],
+    prepare: Callable[[C], P | None],
+    evaluate: Callable[[P, threading.Event], T],
+    accepted: Callable[[T], bool],
+    fold: Callable[[P], bool],
+    jobs: int,
+    max_accepted: int,
+    spare: Callable[[], Callable[[], object] | None] | None = None,
+) -> Fold[C, P, T]:
+    """Evaluate candidates with ``jobs`` in flight and fold *every* accepted one into the
+    round's result instead of stopping at the first.
+
+    ``prepare(c)`` runs when ``c`` is dispatched (in the calling thread, in proposal order) and
+    returns what to evaluate -- the caller rebases the candidate onto everything folded so far
+    -- or None when it cannot be merged, which ends the round. ``fold(p)`` runs for each
+    accepted candidate when it is decided, in proposal order, and returns False on a conflict
+    (the round ends there). The set folded therefore depends only on the verdicts, never on
+    completion order. Candidates past the end are ``superseded`` (cancelled between samples,
+    or never started). Exceptions cancel everything and propagate.
+
+    Once the candidates are exhausted, slots left idle by the last candidates take work from
+    ``spare()`` (a thunk, or None when there is none): the caller's speculative work whose
+    results it finds later in its cache (the verification of the merge, stale rejections
+    rebased onto it). Their results are not part of the round.
+    """
+    it: Iterator[C] = iter(candidates)
+    results: list[tuple[int, C, T | None, str]] = []
+    spares: list[Future[object]] = []
+    kept: list[tuple[int, C, P, T]] = []
+    width = max(1, jobs)
+    pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="repomin-f")
+    inflight: dict[int, tuple[C, P, Future[T], threading.Event]] = {}
+    done: dict[int, tuple[C, P, T | None, BaseException | None]] = {}
+    next_index = 0
+    pulling = True
+    end: int | None = None  # first index outside the round
+    decided = 0
+    try:
+        while True:
+            while pulling and len(inflight) < width:
+                try:
+                    cand = next(it)
+                except StopIteration:
+                    pulling = False
+                    break
+                prepared = prepare(cand)
+                if prepared is None:
+                    results.append((next_index, cand, None, "superseded"))
+                    end, pulling = next_index, False
+                    break
+                ev = threading.Event()
+                fut = pool.submit(evaluate, prepared, ev)
+                inflight[next_index] = (cand, prepared, fut, ev)
+                next_index += 1
+            spares = [f for f in spares if not f.done()]
+            while spare is not None and not pulling and end is None and inflight:
+                if len(inflight) + len(spares) >= width:
+                    break
+                work = spare()
+                if work is None:
+                    break
+                spares.append(pool.submit(work))
+            if decided not in done:
+                if not inflight:
+                    break
+                wait([f for _, _, f, _ in inflight.values()], return_when=FIRST_COMPLETED)
+            for idx in list(inflight):
+                cand, prepared, fut, _ = inflight[idx]
+                if fut.done():
+                    del inflight[idx]
+                    exc = fut.exception()
+                    done[idx] = (cand, prepared, None if exc else fut.result(), exc)
+            while decided in done and (end is None or decided < end):
+                cand, prepared, maybe, exc = done.pop(decided)
+                if exc is not None:
+                    raise exc
+                res = cast(T, maybe)
+                if not accepted(res):
+                    results.append((decided, cand, res, "rejected"))
+                elif fold(prepared):
+                    kept.append((decided, cand, prepared, res))
+                    results.append((decided, cand, res, "accepted"))
+                    if len(kept) >= max_accepted:
+                        end = decided + 1
+                else:
+                    results.append((decided, cand, res, "superseded"))
+                    end = decided
+                    break
+                decided += 1
+            if end is not None and decided >= end:
+                pulling = False
+                for _, _, _, ev in inflight.values():
+                    ev.set()
+                for idx, (cand, _, fut, _) in sorted(inflight.items()):
+                    try:
+                        late: T | None = fut.result()
+                    except BaseException:
+                        late = None
+                    results.append((idx, cand, late, "superseded"))
+                for idx, (cand, _, late, _) in sorted(done.items()):
+                    results.append((idx, cand, late, "superseded"))
+                inflight.clear()
+                break
+        for f in spares:
+            f.result()
+        return Fold(kept, sorted(results, key=lambda r: r[0]))
+    except BaseException:
+        for _, _, fut, ev in inflight.values():
+            ev.set()
+            fut.cancel()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from repomin.accounting import Ledger
+from repomin.fold import fold_round
 from repomin.oracle import Cancelled, Oracle, StopSearch, Verdict
 from repomin.parallel import first_accepted
 from repomin.passes import REGISTRY, STALL_ONLY, Pass
@@ -52,6 +53,8 @@ class Reduction:
         self.history: list[Tree] = [initial]
         self._label = 0
         self._lock = threading.Lock()
+        #: Trees evaluated speculatively by folding rounds (never twice).
+        self.speculated: set[str] = set()
 
     @property
     def current(self) -> Tree:
@@ -59,6 +62,13 @@ class Reduction:
 
     def protected(self, path: str) -> bool:
         return self._protected(path)
+
+    def next_label(self, phase: str) -> str:
+        return self._next_label(phase)
+
+    def adopt(self, phase: str, description: str, tree: Tree, verdict: Verdict) -> None:
+        """Make ``tree`` the incumbent (logged with ``verdict``'s evidence)."""
+        self._adopt(phase, description, tree, verdict)
 
     def _next_label(self, phase: str) -> str:
         with self._lock:
@@ -94,6 +104,8 @@ class Reduction:
         # since a candidate then needs many runs and speculation past it is mostly wasted.
         single = self.oracle.policy == "single"
         self.oracle.sample_jobs = 1 if single else self.jobs
+        if single and self.jobs > 1:
+            return fold_round(self, phase, live(), evaluate)
         race = first_accepted(
             live(), evaluate, lambda v: v is not None and v.accepted, self.jobs if single else 1
         )

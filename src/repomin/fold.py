@@ -1,0 +1,228 @@
+"""A search that uses every slot for a deterministic command: fold accepted candidates.
+
+With ``--jobs N`` and a deterministic (single-run) oracle, :func:`fold_round` evaluates the
+candidates of one ``try_first`` call with N in flight and, instead of keeping only the first
+accepted one, folds *every* compatible accepted candidate into one new incumbent: a three-way
+merge against the incumbent (deletions unite, equal changes agree, two edits of one text file
+merge when their line ranges are apart). Each candidate is run *rebased* onto everything
+folded when it was dispatched, so in a run of acceptances each run checks the accumulated
+tree; when the last folded candidate did not run on top of all the others, one more run of the
+merged tree verifies it before adoption, and if that run rejects, only the first accepted
+candidate is adopted. Idle slots at the end of a round run that verification and re-run
+rejections that ran on an older merge (the next round finds them in the cache).
+
+``try_first`` keeps its meaning: it returns the position of the first accepted candidate, and
+the new incumbent contains it (and possibly more, which passes see in ``problem.current``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import threading
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, cast
+
+from repomin.oracle import Cancelled, StopSearch, Verdict
+from repomin.parallel import fold_accepted
+from repomin.tree import Entry, Tree
+
+if TYPE_CHECKING:
+    from repomin.reducer import Reduction
+
+#: A round folds at most this many accepted candidates per slot.
+FOLD_LIMIT = 8
+
+Item = tuple[int, Tree, str]  # (position, candidate tree, description)
+Prepared = tuple[Item, "Delta", int]  # (rebased item, change, folded count at dispatch)
+
+#: A candidate's change against the incumbent: path -> new entry, or None for a deletion.
+Delta = dict[str, Entry | None]
+
+#: Files above this size are never merged line by line (two edits of one big file conflict).
+TEXT_MERGE_LIMIT = 256 * 1024
+
+
+def tree_delta(base: Tree, tree: Tree) -> Delta:
+    """What ``tree`` changes in ``base``: new or modified entries, and deletions (None)."""
+    delta: Delta = {}
+    for path, entry in tree.entries.items():
+        old = base.entries.get(path)
+        if old is not entry and old != entry:
+            delta[path] = entry
+    for path in base.entries:
+        if path not in tree.entries:
+            delta[path] = None
+    return delta
+
+
+class TreeMerge:
+    """The accumulated change of the candidates folded so far, against one incumbent.
+
+    A three-way merge against the incumbent: deletions unite, equal changes are compatible,
+    and two edits of one text file merge when their changed line ranges (in the incumbent's
+    numbering) neither overlap nor touch an insertion; anything else conflicts.
+    """
+
+    def __init__(self, base: Tree) -> None:
+        self.base = base
+        self.delta: Delta = {}
+        self.folded = 0
+
+    def combine(self, delta: Delta) -> Delta | None:
+        """The accumulated change plus ``delta``, or None on a conflict."""
+        out = dict(self.delta)
+        for path, value in delta.items():
+            if path not in out or out[path] == value:
+                out[path] = value
+                continue
+            mine, old = out[path], self.base.entries.get(path)
+            if mine is None or value is None or old is None:
+                return None
+            if not (old.kind == mine.kind == value.kind == "file") or mine.mode != value.mode:
+                return None
+            data = merge_text(old.data, mine.data, value.data)
+            if data is None:
+                return None
+            out[path] = mine.with_data(data)
+        return out
+
+    def add(self, delta: Delta) -> bool:
+        combined = self.combine(delta)
+        if combined is None:
+            return False
+        self.delta = combined
+        self.folded += 1
+        return True
+
+    def tree(self, delta: Delta | None = None) -> Tree:
+        """The incumbent with ``delta`` (default: the accumulated change) applied."""
+        entries = dict(self.base.entries)
+        for path, value in (self.delta if delta is None else delta).items():
+            if value is None:
+                entries.pop(path, None)
+            else:
+                entries[path] = value
+        # Derived from the incumbent, so digests reuse the records of unchanged entries.
+        return self.base._derive(dict(sorted(entries.items())))
+
+
+def merge_text(base: bytes, a: bytes, b: bytes) -> bytes | None:
+    """Line-level three-way merge of two edits of ``base``; None when they overlap."""
+    if max(len(base), len(a), len(b)) > TEXT_MERGE_LIMIT:
+        return None
+    lines = base.splitlines(keepends=True)
+    edits_a = _edits(lines, a.splitlines(keepends=True))
+    edits_b = _edits(lines, b.splitlines(keepends=True))
+    for i1, i2, _ in edits_a:
+        for j1, j2, _ in edits_b:
+            if max(i1, j1) < min(i2, j2) or (i1 == i2 and j1 <= i1 <= j2):
+                return None
+            if j1 == j2 and i1 <= j1 <= i2:
+                return None
+    out = list(lines)
+    for i1, i2, repl in sorted(edits_a + edits_b, key=lambda e: (e[0], e[1]), reverse=True):
+        out[i1:i2] = repl
+    return b"".join(out)
+
+
+def _edits(base: list[bytes], new: list[bytes]) -> list[tuple[int, int, list[bytes]]]:
+    matcher = difflib.SequenceMatcher(None, base, new, autojunk=False)
+    return [
+        (i1, i2, new[j1:j2])
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        if tag != "equal"
+    ]
+
+
+def fold_round(
+    reduction: Reduction,
+    phase: str,
+    items: Iterable[Item],
+    evaluate: Callable[[Item, threading.Event], Verdict | None],
+) -> int | None:
+    """One ``try_first`` round with folding; adopts the result through ``reduction``."""
+    incumbent = reduction.current
+    merge = TreeMerge(incumbent)
+    rejected: list[Prepared] = []
+    last_folded = [-1]
+    lock = threading.Lock()
+
+    def prepare(item: Item) -> Prepared | None:
+        delta = tree_delta(incumbent, item[1])
+        combined = merge.combine(delta)
+        if combined is None:
+            return None
+        rebased = item if not merge.delta else (item[0], merge.tree(combined), item[2])
+        return rebased, delta, merge.folded
+
+    def fold_in(p: Prepared) -> bool:
+        if not merge.add(p[1]):
+            return False
+        last_folded[0] = p[0][0]
+        return True
+
+    def judged(v: Verdict | None) -> bool:
+        return v is not None and v.accepted
+
+    def speculation(tree: Tree) -> Callable[[], object]:
+        def run() -> None:
+            with contextlib.suppress(Cancelled, StopSearch):
+                reduction.oracle.evaluate(tree, phase, reduction.next_label(phase))
+
+        return run
+
+    def spare() -> Callable[[], object] | None:
+        wanted = [merge.tree()] if merge.folded > 1 else []
+        with lock:
+            stale = [p for p in rejected if p[0][0] > last_folded[0] and p[2] < merge.folded]
+        for p in stale:
+            combined = merge.combine(p[1])
+            if combined is not None:
+                wanted.append(merge.tree(combined))
+        for tree in wanted:
+            if tree.digest not in reduction.speculated and reduction.oracle.cached(tree) is None:
+                reduction.speculated.add(tree.digest)
+                return speculation(tree)
+        return None
+
+    def run(p: Prepared, cancel: threading.Event) -> Verdict | None:
+        verdict = evaluate(p[0], cancel)
+        if verdict is not None and not verdict.accepted:
+            with lock:
+                rejected.append(p)
+        return verdict
+
+    jobs = reduction.jobs
+    fold = fold_accepted(items, prepare, run, judged, fold_in, jobs, FOLD_LIMIT * jobs, spare)
+    kept = fold.accepted
+    adopted: Tree | None = None
+    verdict: Verdict | None = None
+    if kept and kept[-1][2][2] == len(kept) - 1:
+        # The last folded candidate ran on top of all the others: that run verified the merge.
+        adopted, verdict = kept[-1][2][0][1], cast(Verdict, kept[-1][3])
+    elif kept:
+        adopted = merge.tree()
+        verdict = reduction.oracle.evaluate(adopted, phase, reduction.next_label(phase))
+        if not verdict.accepted:
+            kept = kept[:1]
+            adopted, verdict = kept[0][2][0][1], cast(Verdict, kept[0][3])
+    folded = {idx for idx, _, _, _ in kept}
+    ledger = reduction.ledger
+    for idx, _, _, status in fold.results:
+        if status == "accepted" and idx in folded:
+            ledger.attempt(phase, "accepted")
+        elif status == "rejected":
+            ledger.attempt(phase, "rejected")
+        else:
+            ledger.attempt(phase, "superseded")
+    if adopted is None or verdict is None:
+        return None
+    if len(kept) == 1:
+        description = kept[0][1][2]
+    else:
+        names = "; ".join(c[2] for _, c, _, _ in kept[:3])
+        more = f"; and {len(kept) - 3} more" if len(kept) > 3 else ""
+        description = f"fold of {len(kept)} candidates: {names}{more}"
+    reduction.adopt(phase, description, adopted, verdict)
+    return kept[0][1][0]
