@@ -88,11 +88,7 @@ class HostRunner:
         return self._source_hidden
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "backend": "host",
-            "sample_isolation": self.isolation,
-            "source_hidden": self._source_hidden,
-        }
+        return {"backend": "host", "sample_isolation": self.isolation}
 
     def _next_dir(self, sample_id: str) -> Path:
         with self._lock:
