@@ -27,6 +27,7 @@ from repomin.fingerprint import Fingerprint
 from repomin.holdout import HoldoutConfig, not_requested, run_holdout
 from repomin.oracle import Baseline, Budget, Oracle, SamplingConfig
 from repomin.passes import DEFAULT_SCHEDULE, REGISTRY, Pass
+from repomin.passes.refs import RefsCut
 from repomin.passes.semantic import SemanticReduce
 from repomin.passes.trace import TraceCut
 from repomin.progress import NullProgress, Progress
@@ -403,6 +404,8 @@ def _passes(options: ReduceOptions, trace: TraceResult) -> dict[str, Pass]:
     instances: dict[str, Pass] = {name: REGISTRY[name]() for name in options.schedule}
     if "trace" in instances:
         instances["trace"] = TraceCut(trace)
+    if "refs" in instances:
+        instances["refs"] = RefsCut(options.command)
     if "semantic" in instances and options.semantic is not None:
         context = failure_context(options.command, describe_spec(options.spec))
         instances["semantic"] = SemanticReduce(SemanticClient(options.semantic), context)

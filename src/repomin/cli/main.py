@@ -156,8 +156,8 @@ def cli() -> None:
     "--passes",
     "passes",
     default=None,
-    help="Comma-separated pass schedule (default: trace,files,normalise,python,blocks,brackets,"
-    "lines,tokens).",
+    help="Comma-separated pass schedule (default: trace,refs,files,normalise,python,blocks,"
+    "brackets,lines,tokens).",
 )
 @click.option(
     "--no-trace", is_flag=True, help="Skip the traced run and the trace-guided first cut."

@@ -14,12 +14,14 @@ from repomin.passes.files import DeleteFiles
 from repomin.passes.lines import DeleteLines
 from repomin.passes.normalise import Normalise
 from repomin.passes.python_ast import PythonReduce
+from repomin.passes.refs import RefsCut
 from repomin.passes.semantic import SemanticReduce
 from repomin.passes.tokens import DeleteTokens
 from repomin.passes.trace import TraceCut
 
 REGISTRY: dict[str, type[Pass]] = {
     TraceCut.name: TraceCut,
+    RefsCut.name: RefsCut,
     DeleteFiles.name: DeleteFiles,
     Normalise.name: Normalise,
     PythonReduce.name: PythonReduce,
@@ -35,6 +37,7 @@ REGISTRY: dict[str, type[Pass]] = {
 #: added after ``files`` only with ``--semantic-endpoint``.
 DEFAULT_SCHEDULE: tuple[str, ...] = (
     "trace",
+    "refs",
     "files",
     "normalise",
     "python",

@@ -1,0 +1,94 @@
+"""The ``refs`` pass: delete every file the reference graph cannot reach from the roots.
+
+It builds :class:`~repomin.refs.RefGraph` over the current tree (roots: files the command
+names, entry points, ``--keep`` paths, build files) and proposes deleting all unreachable files
+of a known language as one candidate; the oracle decides, and a rejection changes nothing.
+Then the same set is bisected (halves, quarters, ... down to single files, ddmin order) so that
+one file loaded in a way the graph cannot see does not block the rest.
+
+The pass object lives for the whole reduction: it runs again in every round and proposes again
+whenever the unreachable set of the current tree differs from the one it last worked on (a
+content pass that deleted an import or a call makes its target unreachable). Files it already
+found needed (survivors of its bisection, unchanged since) are not proposed again; the other
+passes still may.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, Protocol
+
+from repomin.passes.base import Problem, ddmin_delete
+from repomin.refs import RefGraph
+from repomin.tree import Entry, Tree
+
+
+class _Events(Protocol):
+    def event(self, phase: str, description: str, **fields: Any) -> dict[str, Any]: ...
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{language} {n}" for language, n in counts.items())
+
+
+class RefsCut:
+    """Proposes the reference-graph cut whenever the graph of the current tree changes."""
+
+    name: ClassVar[str] = "refs"
+
+    def __init__(self, command: str = "", entry_points: Sequence[str] = ()) -> None:
+        self.command = command
+        self.entry_points = tuple(entry_points)
+        self._last: frozenset[str] | None = None
+        #: Unreachable files a bisection kept, with the entry they had then.
+        self._needed: dict[str, Entry] = {}
+
+    def graph(self, problem: Problem) -> RefGraph:
+        tree = problem.current
+        keep = [p for p in tree.entries if problem.protected(p)]
+        return RefGraph(tree, command=self.command, entry_points=self.entry_points, keep=keep)
+
+    def run(self, problem: Problem) -> None:
+        tree = problem.current
+        graph = self.graph(problem)
+        unreachable = [p for p in graph.unreachable() if not problem.protected(p)]
+        units = [p for p in unreachable if self._needed.get(p) is not tree.entries[p]]
+        key = frozenset(units)
+        if not units or key == self._last:
+            return
+        self._last = key
+        counts = graph.language_counts(units)
+        self._log(
+            problem,
+            f"reference graph: {len(graph.reachable)} of {tree.file_count} files reachable from "
+            f"{len(graph.roots)} roots; proposing to delete {len(units)} unreachable "
+            f"({_counts(counts)})",
+            reachable_files=len(graph.reachable),
+            root_files=len(graph.roots),
+            unreachable_files=len(units),
+            unreachable_by_language=counts,
+        )
+        total = len(units)
+
+        def build(remaining: Sequence[str]) -> Tree:
+            keep = set(remaining)
+            return problem.current.without(p for p in units if p not in keep)
+
+        def describe(chunk: Sequence[str]) -> str:
+            part = "" if len(chunk) == total else f" (part of {total})"
+            return (
+                f"delete {len(chunk)} files the reference graph cannot reach{part}: "
+                f"{_counts(graph.language_counts(chunk))}"
+            )
+
+        survivors = ddmin_delete(problem, self.name, units, build, describe)
+        current = problem.current.entries
+        for p in survivors:
+            if p in current:
+                self._needed[p] = current[p]
+
+    def _log(self, problem: Problem, description: str, **fields: Any) -> None:
+        ledger = getattr(problem, "ledger", None)
+        if ledger is not None and callable(getattr(ledger, "event", None)):
+            events: _Events = ledger
+            events.event(self.name, description, decision="info", **fields)
