@@ -39,7 +39,7 @@ def test_nested_classes_reach_the_outer_file() -> None:
     files = {
         "Main.java": "import p.Outer.Inner;\nclass Main { p.Other.Deep.Deeper x; Inner i; }",
         "src/p/Outer.java": "package p; public class Outer { public static class Inner {} }",
-        "src/p/Other.java": "package p; public class Other { static class Deep { class Deeper {} } }",
+        "src/p/Other.java": "package p; class Other { static class Deep { class Deeper {} } }",
     }
     g = graph(files, "java Main.java")
     assert g.edges("Main.java") == {"src/p/Outer.java", "src/p/Other.java"}
