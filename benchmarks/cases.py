@@ -51,6 +51,8 @@ class Case:
     ideal_files: int | None = None
     #: Tools run on this case in ``--quick`` mode (None: every tool that applies).
     quick_tools: tuple[str, ...] | None = None
+    #: Extra ``repomin reduce`` options the case needs (e.g. ``--no-default-ignores``).
+    repomin_args: tuple[str, ...] = ()
 
     def cap(self, quick: bool) -> float:
         return self.cap_quick if quick else self.cap_full
@@ -373,7 +375,14 @@ def all_cases(cache: Path) -> list[Case]:
             cap_full=75.0,
         ),
         sdist_case(cache),
+        *_real_cases(cache),
     ]
+
+
+def _real_cases(cache: Path) -> list[Case]:
+    from real_cases import real_cases  # imports this module: deferred
+
+    return real_cases(cache)
 
 
 def select(cases: list[Case], names: list[str] | None, quick: bool) -> list[Case]:

@@ -235,6 +235,7 @@ class ReproMin:
             argv += ["--match", c.match]
         if c.exit_code is not None:
             argv += ["--exit-code", str(c.exit_code)]
+        argv += list(case.repomin_args)
         # --max-time bounds the search; final validation follows it, so the hard stop is later.
         done = run_capped(
             argv,

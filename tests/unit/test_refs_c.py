@@ -89,3 +89,12 @@ def test_unknown_kinds_are_never_cut_and_their_mentions_count() -> None:
     }
     g = graph(files, "sh run.sh")
     assert g.unreachable() == ["tools/doc.c"]
+
+
+def test_mains_are_not_roots_when_the_build_lists_its_sources() -> None:
+    files = {
+        "Makefile": "prog: main.c\n\tcc -o prog main.c\n",
+        "main.c": "int main(void) { return 0; }\n",
+        "tests/t1.c": "int main(void) { return 1; }\n",
+    }
+    assert graph(files).unreachable() == ["tests/t1.c"]

@@ -11,7 +11,8 @@
   tree (where its functions are usually defined: the linker's references are not visible).
 
 Source files also reach the build through the build files (see :mod:`repomin.refs.build`),
-and a source that defines ``main`` is a root (:func:`defines_main`).
+and when no build file names a C/C++ source, a source that defines ``main`` is a root
+(:func:`defines_main`).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ not inside ``node_modules``) it is read for the paths and names it mentions, lik
 
 *Roots* are what the run starts from: files the command names (paths, ``-m`` modules, Java class
 names, test files a test runner would discover), entry points a caller passes (e.g. the files a
-trace saw first), kept paths (``--keep``), build files, and C/C++ sources that define ``main``.
+trace saw first), kept paths (``--keep``), build files, and C/C++ sources that define ``main``
+(only when no build file names a C/C++ source).
 Reachability starts from the roots and from every unknown-kind file; graph distance starts from
 the roots only (an unknown-kind file is kept, not a reason to keep what it mentions close).
 
@@ -137,8 +138,12 @@ class RefGraph:
         for kept in self._keep:
             prefix = kept.rstrip("/") + "/"
             found |= {p for p in files if p.startswith(prefix)}
-        found |= {p for p in files if is_build_file(p)}
-        found |= self.c.mains()
+        builds = {p for p in files if is_build_file(p)}
+        found |= builds
+        # A build that names its C sources says what is compiled; otherwise (globs, no build
+        # file) every program's ``main`` is where a run may start.
+        if not any(self.ctx.kinds.get(t) == "c" for b in builds for t in self.edges(b)):
+            found |= self.c.mains()
         found |= self._command_roots()
         return frozenset(found)
 
