@@ -1,7 +1,9 @@
 """Counters for the report: per-phase accounting and the ordered event log.
 
-Only the reducer and the oracle write here, always through these methods, so that both
-accounting identities of the spec hold by construction and are re-checked by the validator:
+Owns every counter of a reduction: per-phase counters, the run totals (all samples, candidate
+runs and passes, incumbent checks) and the ordered event log. Counters change only through the
+methods below, each under the ledger's lock, so that both accounting identities of the report
+hold by construction and are re-checked by the validator:
 
     attempts = no_op + rejected + accepted + superseded + aborted
     oracle_sample_uses = oracle_samples + cache_hits
@@ -59,8 +61,46 @@ class Ledger:
     phases: dict[str, PhaseCounters] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
     coverage: Literal["complete", "partial"] = "complete"
+    samples: int = 0
+    candidate_runs: int = 0
+    candidate_passes: int = 0
+    incumbent_checks: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _started: float = field(default_factory=time.monotonic, repr=False)
+
+    def add_sample(self, phase: str | None) -> int:
+        """One oracle run (baseline, search, final, holdout); the new total."""
+        counters = self.phase(phase) if phase is not None else None
+        with self._lock:
+            self.samples += 1
+            if counters is not None:
+                counters.oracle_samples += 1
+            return self.samples
+
+    def add_candidate_run(self, reproduced: bool) -> None:
+        with self._lock:
+            self.candidate_runs += 1
+            self.candidate_passes += reproduced
+
+    def add_incumbent_check(self) -> None:
+        with self._lock:
+            self.incumbent_checks += 1
+
+    def add_removed(self, phase: str, files: int, bytes_: int) -> None:
+        counters = self.phase(phase)
+        with self._lock:
+            counters.files_removed += files
+            counters.bytes_removed += bytes_
+
+    def add_duration(self, phase: str, seconds: float) -> None:
+        counters = self.phase(phase)
+        with self._lock:
+            counters.duration_seconds += seconds
+
+    def mark_partial(self) -> None:
+        """Phase statistics cover only this process (a resumed session)."""
+        with self._lock:
+            self.coverage = "partial"
 
     def phase(self, name: str) -> PhaseCounters:
         with self._lock:
@@ -74,11 +114,6 @@ class Ledger:
         with self._lock:
             counters.attempts += 1
             setattr(counters, result, getattr(counters, result) + 1)
-
-    def add_samples(self, phase: str, samples: int = 1) -> None:
-        counters = self.phase(phase)
-        with self._lock:
-            counters.oracle_samples += samples
 
     def add_cache_hit(self, phase: str) -> None:
         counters = self.phase(phase)

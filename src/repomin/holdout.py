@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from repomin import stats
+from repomin.errors import UsageError
 from repomin.failure.contract import FailureContract
 from repomin.fingerprint import Fingerprint
 from repomin.oracle import StopSearch
@@ -32,6 +33,14 @@ class HoldoutConfig:
     runs: int
     min_rate: float
     alpha: float = 0.05
+
+    def __post_init__(self) -> None:
+        if self.runs < 1:
+            raise UsageError("--holdout-runs must be at least 1")
+        if not 0 < self.alpha < 1:
+            raise UsageError("--holdout-confidence must be in (0, 1), e.g. 0.95")
+        if not 0 < self.min_rate < 1:
+            raise UsageError("--holdout-min-rate must be in (0, 1)")
 
 
 def sample_record(index: int, outcome: Outcome, reproduced: bool) -> dict[str, Any]:

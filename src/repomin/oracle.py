@@ -1,158 +1,73 @@
 """The oracle: the one door between proposed trees and the runner.
 
-Every candidate goes through :meth:`Oracle.evaluate`: content cache by tree digest, then the
-sampling policy (see STATISTICS.md and ARCHITECTURE.md), then a :class:`Verdict` carrying its
-evidence. Policies:
+Owns the path of every sample: cache → policy → runner → verdict. :meth:`Oracle.evaluate`
+looks the tree up in the :class:`~repomin.verdict.VerdictCache`, then decides it under the
+current :class:`~repomin.policy.SamplingPolicy`:
 
-* ``strict``  -- screen-then-spend: one screening run; a failed screen rejects and spends
+* ``strict``  -- screen-then-spend: a screening super-run; a failed screen rejects and spends
   nothing; a passing candidate takes the next family index ``j`` and continues with an exact
   sequential test whose size given the screen is at most ``alpha_j = spend(alpha, j)``.
-* ``fast``    -- the same test with a constant per-candidate ``alpha`` (no family-wise claim;
-  final runs and holdout carry the claim).
+* ``fast``    -- the same test with a constant per-candidate ``alpha``.
 * ``single``  -- one run per candidate, ``P(accept | p) = p``: labelled as giving no
-  per-candidate guarantee; the reducer re-checks the incumbent periodically and the oracle
-  switches to ``strict`` at the first inconsistency.
+  per-candidate guarantee; the reducer re-checks the incumbent periodically and the policy
+  escalates to ``strict`` at the first inconsistency.
 
-Deterministic baselines (every baseline run reproduced) use the zero-failure design (``F = 0``);
-flaky ones the calibrated sequential design with a failure budget. Timeouts, resource
-exhaustion and infrastructure errors never count as a reproduction; infrastructure errors are
-retried a bounded number of times and never become a verdict.
+Timeouts, resource exhaustion and infrastructure errors never count as a reproduction;
+infrastructure errors are retried a bounded number of times and never become a verdict. Every
+counter goes to the :class:`~repomin.accounting.Ledger`; the policy is replaced, never edited.
+The statistics are described in ``docs/statistics.md``.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from repomin import stats
 from repomin.accounting import Ledger
-from repomin.errors import BaselineError, InfrastructureError, UsageError
+from repomin.budget import Budget, Cancelled, Guard, StopSearch
+from repomin.errors import BaselineError, InfrastructureError
 from repomin.failure.contract import FailureContract
 from repomin.parallel import SampleStream, map_samples
+from repomin.policy import SAMPLING_MODES, Sampling, SamplingConfig, SamplingPolicy
 from repomin.runners.base import Outcome, Runner, RunRequest
 from repomin.tree import Tree
+from repomin.verdict import Baseline, Verdict, VerdictCache
 
-SAMPLING_MODES = ("auto", "single", "fast", "strict")
-#: Family index and power at which the failure budget is sized. A budget sized for index 1
-#: loses power as indexes grow; every rejected-but-alive candidate then consumes an index and
-#: lowers the power further (measured: 13,572 runs instead of 930 on the same flaky case).
-POWER_INDEX = 50
-POWER = 0.95
-FAILURE_BUDGETS = (2, 3, 4, 6, 8, 12, 16, 24, 32)
+__all__ = [
+    "SAMPLING_MODES",
+    "Baseline",
+    "Budget",
+    "Cancelled",
+    "Oracle",
+    "OracleHooks",
+    "Sampling",
+    "SamplingConfig",
+    "SamplingPolicy",
+    "StopSearch",
+    "Verdict",
+]
+
 INFRA_RETRIES = 3
 
 
-class StopSearch(Exception):
-    """Raised inside the search when a budget is exhausted or the user interrupted."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class Cancelled(Exception):
-    """A speculative candidate lost the race; its evaluation stops between samples."""
-
-
 @dataclass(frozen=True, slots=True)
-class SamplingConfig:
-    confidence: float = 0.95
-    baseline_runs: int = 20
-    candidate_runs: int = 100
-    final_runs: int | None = None  # None: 10 for deterministic baselines, 50 for flaky
-    min_baseline_rate: float = 0.1
-    min_candidate_rate: float | None = None
-    mode: str = "auto"
-    spending: str = "basel"
-    failure_budget: int | None = None
-    incumbent_check_every: int = 8
+class OracleHooks:
+    """Observers and extension points, all optional.
 
-    def __post_init__(self) -> None:
-        if not 0.5 <= self.confidence < 1:
-            raise UsageError(f"--confidence {self.confidence} must be in [0.5, 1); e.g. 0.95")
-        if self.baseline_runs < 1 or self.candidate_runs < 1 or (self.final_runs or 0) < 0:
-            raise UsageError("--baseline-runs and --candidate-runs must be >= 1, --final-runs >= 0")
-        if not 0 <= self.min_baseline_rate < 1:
-            raise UsageError(f"--min-baseline-rate {self.min_baseline_rate} must be in [0, 1)")
-        if self.min_candidate_rate is not None and not 0 < self.min_candidate_rate < 1:
-            raise UsageError(f"--min-candidate-rate {self.min_candidate_rate} must be in (0, 1)")
-        if self.mode not in SAMPLING_MODES:
-            raise UsageError(f"--sampling {self.mode!r} must be one of {', '.join(SAMPLING_MODES)}")
+    ``on_sample`` sees every completed sample (progress); ``on_verdict`` every new decision
+    (the session's persistent cache); ``on_baseline_run`` each baseline outcome with whether it
+    matched the spec before the signature is pinned (e.g. to show the first miss at once);
+    ``accept`` may veto an accepted candidate (e.g. a slippage rule): a vetoed verdict becomes
+    a rejection with the same evidence.
+    """
 
-    @property
-    def alpha(self) -> float:
-        return 1.0 - self.confidence
-
-
-@dataclass(frozen=True, slots=True)
-class Budget:
-    max_runs: int | None = None
-    max_seconds: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """A decision on one tree with its evidence."""
-
-    accepted: bool
-    passes: int
-    runs: int
-    policy: str
-    design: str | None = None
-    family_index: int | None = None
-    family_alpha: float | None = None
-    family_confidence: float | None = None
-    early: bool = False
-    saved: int = 0
-    duration: float = 0.0
-    retested: bool = False
-
-    def evidence(self, confidence: float) -> dict[str, Any]:
-        """The event fields the spec lists (rates and bounds derived from the counts)."""
-        fields: dict[str, Any] = {
-            "oracle_passes": self.passes,
-            "oracle_runs": self.runs,
-            "oracle_rate": self.passes / self.runs if self.runs else None,
-            "lower_bound": stats.lower_bound(self.passes, self.runs, confidence)
-            if self.runs
-            else None,
-            "upper_bound": stats.upper_bound(self.passes, self.runs, confidence)
-            if self.runs
-            else None,
-            "bound_confidence": confidence if self.runs else None,
-            "duration_seconds": round(self.duration, 6),
-            "sampling_policy": self.policy,
-            "design": self.design,
-            "early_acceptance": self.early if self.accepted else None,
-        }
-        if self.family_index is not None:
-            fields["candidate_family_index"] = self.family_index
-            fields["candidate_family_alpha"] = self.family_alpha
-            fields["candidate_family_confidence"] = self.family_confidence
-        return fields
-
-
-@dataclass(frozen=True, slots=True)
-class Baseline:
-    passes: int
-    runs: int
-    lower: float
-    upper: float
-    exit_code: int | None
-    timeouts: int
-    outcomes: tuple[Outcome, ...] = field(repr=False, default=())
-
-    @property
-    def rate(self) -> float:
-        return self.passes / self.runs if self.runs else 0.0
-
-    @property
-    def deterministic(self) -> bool:
-        return self.passes == self.runs
+    on_sample: Callable[[Outcome], None] | None = None
+    on_verdict: Callable[[str, Verdict], None] | None = None
+    on_baseline_run: Callable[[int, Outcome, bool], None] | None = None
+    accept: Callable[[Tree, Verdict], bool] | None = None
 
 
 class Oracle:
@@ -164,110 +79,134 @@ class Oracle:
         runner: Runner,
         contract: FailureContract,
         command: str,
-        env: Mapping[str, str],
+        env: dict[str, str] | None = None,
         timeout: float,
         config: SamplingConfig,
         ledger: Ledger,
-        budget: Budget = Budget(),
+        budget: Budget | None = None,
         use_cache: bool = True,
         stop: threading.Event | None = None,
+        jobs: int = 1,
+        hooks: OracleHooks | None = None,
     ) -> None:
-        self.runner = runner
-        self.contract = contract
-        self.command = command
-        self.env = dict(env)
-        self.timeout = timeout
-        self.config = config
-        self.ledger = ledger
-        self.budget = budget
-        self.use_cache = use_cache
-        self.stop = stop or threading.Event()
-        self.cache: dict[str, Verdict] = {}
-        self.policy = "strict"
-        self.theta = 0.5
-        self.failure_budget: int | None = None
-        self.deterministic = False
-        self.samples = 0
-        self.candidate_runs = 0
-        self.candidate_passes = 0
-        self.inconsistencies = 0
-        self.incumbent_checks = 0
-        self.screen_runs = 1
-        self.retest_rejections = False
-        #: Samples of one candidate run concurrently (flaky policies; see ``Reduction``).
-        self.sample_jobs = 1
-        self._family = 0
+        self._runner = runner
+        self._contract = contract
+        self._request = RunRequest(command, dict(env or {}), timeout)
+        self._config = config
+        self._ledger = ledger
+        self._guard = Guard(budget or Budget(), stop or threading.Event())
+        self._cache = VerdictCache(use_cache)
+        self._jobs = max(1, jobs)
+        self._hooks = hooks or OracleHooks()
+        self._policy: SamplingPolicy | None = None
         self._lock = threading.Lock()
-        self._started = time.monotonic()
-        self._sample_no = 0
-        self.on_sample: Callable[[Outcome], None] | None = None
-        self.on_verdict: Callable[[str, Verdict], None] | None = None
-        self.inflight = 0
+        self._traffic = [0, 0]  # [samples started (labels), samples in flight]
+
+    # -- read-only views ---------------------------------------------------------------------
+
+    @property
+    def config(self) -> SamplingConfig:
+        return self._config
+
+    @property
+    def contract(self) -> FailureContract:
+        return self._contract
+
+    @property
+    def request(self) -> RunRequest:
+        """The request template (command, explicit env, timeout) every sample uses."""
+        return self._request
+
+    @property
+    def policy(self) -> SamplingPolicy:
+        if self._policy is None:
+            raise RuntimeError("the oracle has no policy before the baseline")
+        return self._policy
+
+    @property
+    def cache(self) -> VerdictCache:
+        return self._cache
+
+    @property
+    def samples(self) -> int:
+        return self._ledger.samples
+
+    @property
+    def inflight(self) -> int:
+        return self._traffic[1]
+
+    @property
+    def inconsistencies(self) -> int:
+        return self.policy.switches
+
+    @property
+    def incumbent_checks(self) -> int:
+        return self._ledger.incumbent_checks
+
+    def attach(self, hooks: OracleHooks) -> None:
+        """Replace the hooks (e.g. once the session exists)."""
+        self._hooks = hooks or OracleHooks()
+
+    @property
+    def hooks(self) -> OracleHooks:
+        return self._hooks
 
     # -- sampling ----------------------------------------------------------------------------
 
     def check_budget(self) -> None:
-        if self.stop.is_set():
-            raise StopSearch("interrupted")
-        b = self.budget
-        if b.max_runs is not None and self.samples >= b.max_runs:
-            raise StopSearch("max_runs")
-        if b.max_seconds is not None and time.monotonic() - self._started >= b.max_seconds:
-            raise StopSearch("max_time")
+        self._guard.check(self._ledger.samples, True)
 
     def sample(
         self, tree: Tree, label: str, *, phase: str | None, budgeted: bool = True
     ) -> Outcome:
         """One sample on a fresh copy of ``tree``; infrastructure errors retried, then raised."""
-        if budgeted:
-            self.check_budget()
-        elif self.stop.is_set():
-            raise StopSearch("interrupted")
+        self._guard.check(self._ledger.samples, budgeted)
         with self._lock:
-            self._sample_no += 1
-            sample_id = f"{label}-{self._sample_no}"
-        request = RunRequest(self.command, self.env, self.timeout, sample_id)
+            self._traffic[0] += 1
+            request = replace(self._request, sample_id=f"{label}-{self._traffic[0]}")
         for attempt in range(INFRA_RETRIES):
             with self._lock:
-                self.inflight += 1
+                self._traffic[1] += 1
             try:
-                outcome = self.runner.run(tree, request)
+                outcome = self._runner.run(tree, request)
             finally:
                 with self._lock:
-                    self.inflight -= 1
+                    self._traffic[1] -= 1
             if outcome.infrastructure_error is None:
                 break
-            if self.stop.is_set():
+            if self._guard.stop.is_set():
                 raise StopSearch("interrupted")
             time.sleep(0.2 * (attempt + 1))
         else:
             raise InfrastructureError(
-                f"the {self.runner.backend} backend failed {INFRA_RETRIES} times in a row "
+                f"the {self._runner.backend} backend failed {INFRA_RETRIES} times in a row "
                 f"({outcome.infrastructure_error}); check the engine and rerun with --resume"
             )
-        if self.stop.is_set() and (outcome.timed_out or outcome.exit_code is None):
+        if self._guard.stop.is_set() and (outcome.timed_out or outcome.exit_code is None):
             raise StopSearch("interrupted")
-        with self._lock:
-            self.samples += 1
-        if phase is not None:
-            self.ledger.add_samples(phase)
-        if self.on_sample is not None:
-            self.on_sample(outcome)
+        self._ledger.add_sample(phase)
+        if self._hooks.on_sample is not None:
+            self._hooks.on_sample(outcome)
         return outcome
 
     # -- baseline ----------------------------------------------------------------------------
 
-    def run_baseline(self, tree: Tree, jobs: int = 1) -> Baseline:
-        """Run the baseline, pin the signature, fix theta and the policy. Raises BaselineError."""
-        n = self.config.baseline_runs
-        outcomes = map_samples(
-            lambda i: self.sample(tree, f"baseline-{i}", phase=None, budgeted=False), n, jobs
-        )
-        self.contract = self.contract.learn(list(outcomes))
-        verdicts = [self.contract.reproduces(o) for o in outcomes]
+    def run_baseline(self, tree: Tree, jobs: int | None = None) -> Baseline:
+        """Run the baseline, pin the signature, learn the policy. Raises BaselineError."""
+        n = self._config.baseline_runs
+
+        def one(i: int) -> Outcome:
+            outcome = self.sample(tree, f"baseline-{i}", phase=None, budgeted=False)
+            if self._hooks.on_baseline_run is not None:
+                self._hooks.on_baseline_run(i, outcome, self._contract.base_matches(outcome))
+            return outcome
+
+        outcomes = map_samples(one, n, jobs or self._jobs)
+        self._contract = self._contract.learn(list(outcomes))
+        verdicts = [self._contract.reproduces(o) for o in outcomes]
         passes = sum(verdicts)
         timeouts = sum(o.timed_out for o in outcomes)
-        c = self.config.confidence
+        c = self._config.confidence
         lower = stats.lower_bound(passes, n, c)
         exit_code = next((o.exit_code for o, v in zip(outcomes, verdicts, strict=True) if v), None)
         if exit_code is None and outcomes:
@@ -285,230 +224,143 @@ class Oracle:
                 f"the command did not reproduce the failure in any of {n} baseline runs{hint}; "
                 "check --command, --match/--exit-code and --env"
             )
-        if lower < self.config.min_baseline_rate:
+        if lower < self._config.min_baseline_rate:
             raise BaselineError(
                 f"baseline reproduced {passes}/{n} runs, lower bound {lower:.3f} at confidence "
-                f"{c} is below --min-baseline-rate {self.config.min_baseline_rate}; raise "
+                f"{c} is below --min-baseline-rate {self._config.min_baseline_rate}; raise "
                 "--baseline-runs or lower --min-baseline-rate"
             )
-        self.deterministic = baseline.deterministic
-        self.theta = self.config.min_candidate_rate or max(lower / 2, 1e-3)
-        if self.config.mode == "auto":
-            self.policy = "single" if self.deterministic else "strict"
-        else:
-            self.policy = self.config.mode
-        self.failure_budget = self._choose_failure_budget(baseline)
-        self.screen_runs = self._choose_screen_runs(baseline)
+        self._policy = SamplingPolicy.learn(self._config, passes, n, lower)
         return baseline
 
-    def _choose_failure_budget(self, baseline: Baseline) -> int | None:
-        """Zero for deterministic failures (or the configured F). For flaky ones the smallest F
-        whose conditional acceptance probability is >= POWER at family index POWER_INDEX for a
-        candidate slightly worse than the baseline (0.9 x its rate); ``None`` (curtailment only,
-        the most powerful design for the cap) when no budget reaches that power."""
-        if self.deterministic:
-            return 0
-        if self.config.failure_budget is not None:
-            return self.config.failure_budget
-        alpha = self._alpha_for(POWER_INDEX)
-        target = 0.9 * baseline.rate
-        for f in FAILURE_BUDGETS:
-            if self._design(alpha, f).acceptance_probability(target) >= POWER:
-                return f
-        return None
-
-    def _choose_screen_runs(self, baseline: Baseline) -> int:
-        """Runs of the screening super-run: enough that a candidate as good as the baseline
-        passes the screen with probability >= 0.9 (STATISTICS.md §4 amplification), at most 8."""
-        if self.deterministic or self.policy == "single":
-            return 1
-        miss = 1.0 - baseline.rate
-        return max(1, min(8, math.ceil(math.log(0.1) / math.log(miss))))
-
-    def _alpha_for(self, index: int) -> float:
-        if self.policy == "strict":
-            return stats.spend_alpha(self.config.alpha, index, self.config.spending)
-        return self.config.alpha
-
-    def _design(self, alpha: float, f: int | None) -> stats.SequentialDesign:
-        if f == 0:
-            return stats.zero_failure_design(self.theta, alpha, True)
-        # The cap must leave room for an all-pass path to reach size <= alpha at deep indexes.
-        cap = max(
-            self.config.candidate_runs, stats.zero_failure_runs(self.theta, alpha) + 1 + (f or 0)
-        )
-        return stats.design(self.theta, alpha, cap, f, True)
+    def restore(self, policy: SamplingPolicy, signature: dict[str, object] | None) -> None:
+        """Continue with a stored policy and pinned signature (a resumed session)."""
+        self._contract = FailureContract(self._contract.spec, signature)
+        self._policy = policy
 
     # -- candidates --------------------------------------------------------------------------
 
-    @property
-    def flaky(self) -> bool:
-        """Rejections are evidence, not proof: the failure does not reproduce every time."""
-        return self.policy != "single" and self.failure_budget != 0
-
     def cached(self, tree: Tree) -> Verdict | None:
-        """A cached verdict, except a not-yet-retested rejection while retesting is on."""
-        if not self.use_cache:
-            return None
-        hit = self.cache.get(tree.digest)
-        if hit is not None and self.retest_rejections and not hit.accepted and not hit.retested:
-            return None
-        return hit
+        """The cached verdict of ``tree``, if any (a rejection awaiting its retest is not)."""
+        return self._cache.get(tree.digest)
 
     def evaluate(
         self, tree: Tree, phase: str, label: str, cancel: threading.Event | None = None
     ) -> Verdict:
         """Decide one candidate (cache first). Raises Cancelled or StopSearch mid-way."""
-        hit = self.cached(tree)
+        hit = self._cache.get(tree.digest)
         if hit is not None:
-            self.ledger.add_cache_hit(phase)
+            self._ledger.add_cache_hit(phase)
             return hit
-        retest = tree.digest in self.cache
+        retest = tree.digest in self._cache
 
         def run_one() -> bool:
             if cancel is not None and cancel.is_set():
                 raise Cancelled()
-            outcome = self.sample(tree, label, phase=phase)
-            ok = self.contract.reproduces(outcome)
-            with self._lock:
-                self.candidate_runs += 1
-                self.candidate_passes += ok
+            ok = self._contract.reproduces(self.sample(tree, label, phase=phase))
+            self._ledger.add_candidate_run(ok)
             return ok
 
         policy = self.policy
         started = time.monotonic()
-        screened = 0
-        screen = False
-        width = 1 if policy == "single" else self.sample_jobs
-        with SampleStream(run_one, width) as samples:
-            while not screen and screened < (1 if policy == "single" else self.screen_runs):
+        with SampleStream(run_one, policy.sample_width(self._jobs)) as samples:
+            screened, screen = 0, False
+            while not screen and screened < policy.screen_limit:
                 screen = samples.next()
                 screened += 1
-            if not screen or policy == "single":
+            if not screen or policy.single:
+                design = "single-run" if policy.single else "screen"
                 verdict = Verdict(
-                    screen,
-                    int(screen),
-                    screened,
-                    policy,
-                    design="single-run" if policy == "single" else "screen",
-                    duration=time.monotonic() - started,
-                    retested=retest,
+                    screen, int(screen), screened, policy.mode, policy.confidence, design
                 )
-                self._remember(tree, verdict)
-                return verdict
-            with self._lock:
-                self._family += 1
-                index = self._family
-            alpha = self._alpha_for(index)
-            design = self._design(alpha, self.failure_budget)
-            # Given the screen passed, the test continues from state (1 pass, 1 run); the
-            # screen's failed runs are outside the conditional test (exact given the screen).
-            passes, runs = 1, 1
-            while True:
-                decision = design.decide(passes, runs)
-                if decision is not stats.Decision.CONTINUE:
-                    break
-                passes += samples.next()
-                runs += 1
+            else:
+                verdict = self._sequential(samples, policy, screened, phase)
+        verdict = replace(verdict, duration=time.monotonic() - started, retested=retest)
+        return self._remember(tree, verdict)
+
+    def _sequential(
+        self, samples: SampleStream[bool], policy: SamplingPolicy, screened: int, phase: str
+    ) -> Verdict:
+        """The exact sequential test of a candidate whose screen passed."""
+        index, alpha, design = self._spend_index()
+        # Given the screen passed, the test continues from state (1 pass, 1 run); the screen's
+        # failed runs are outside the conditional test (exact given the screen).
+        passes, runs = 1, 1
+        decision = design.decide(passes, runs)
+        while decision is stats.Decision.CONTINUE:
+            passes += samples.next()
+            runs += 1
+            decision = design.decide(passes, runs)
         accepted = decision is stats.Decision.ACCEPT
-        runs_spent = runs + screened - 1
         saved = max(0, design.max_runs() - runs)
         if saved:
-            self.ledger.add_saved(phase, saved)
-        verdict = Verdict(
+            self._ledger.add_saved(phase, saved)
+        return Verdict(
             accepted,
             passes,
-            runs_spent,
-            policy,
+            runs + screened - 1,
+            policy.mode,
+            policy.confidence,
             design=design.identifier(),
-            family_index=index if policy == "strict" else None,
-            family_alpha=alpha if policy == "strict" else None,
-            family_confidence=self.config.confidence if policy == "strict" else None,
+            family_index=index if policy.family_wise else None,
+            family_alpha=alpha if policy.family_wise else None,
             early=accepted and runs < design.max_runs(),
             saved=saved,
-            duration=time.monotonic() - started,
-            retested=retest,
         )
-        self._remember(tree, verdict)
+
+    def _spend_index(self) -> tuple[int, float, stats.SequentialDesign]:
+        with self._lock:
+            index, self._policy = self.policy.take_index()
+            policy = self._policy
+        alpha, design = policy.design_for(index)
+        return index, alpha, design
+
+    def _remember(self, tree: Tree, verdict: Verdict) -> Verdict:
+        accept = self._hooks.accept
+        if verdict.accepted and accept is not None and not accept(tree, verdict):
+            verdict = replace(verdict, accepted=False, early=False)
+        self._cache.put(tree.digest, verdict)
+        if self._hooks.on_verdict is not None:
+            self._hooks.on_verdict(tree.digest, verdict)
         return verdict
 
-    def _remember(self, tree: Tree, verdict: Verdict) -> None:
-        if self.use_cache:
-            self.cache[tree.digest] = verdict
-        if self.on_verdict is not None:
-            self.on_verdict(tree.digest, verdict)
-
-    def baseline_state(self, baseline: Baseline) -> dict[str, Any]:
-        """What a resumed session needs to decide exactly as this one does."""
-        return {
-            "passes": baseline.passes,
-            "runs": baseline.runs,
-            "lower": baseline.lower,
-            "upper": baseline.upper,
-            "exit_code": baseline.exit_code,
-            "timeouts": baseline.timeouts,
-            "signature": self.contract.signature,
-            "theta": self.theta,
-            "policy": self.policy,
-            "failure_budget": self.failure_budget,
-            "deterministic": self.deterministic,
-            "screen_runs": self.screen_runs,
-        }
-
-    def restore_baseline(self, state: dict[str, Any]) -> Baseline:
-        self.contract = FailureContract(self.contract.spec, state["signature"])
-        self.theta = state["theta"]
-        self.policy = state["policy"]
-        self.failure_budget = state["failure_budget"]
-        self.deterministic = state["deterministic"]
-        self.screen_runs = state["screen_runs"]
-        return Baseline(
-            state["passes"],
-            state["runs"],
-            state["lower"],
-            state["upper"],
-            state["exit_code"],
-            state["timeouts"],
-        )
+    def start_retesting(self) -> None:
+        """At a flaky fixpoint: every cached rejection may be decided once more."""
+        self._cache.start_retesting()
 
     def check_incumbent(self, tree: Tree, phase: str) -> bool:
         """Single-run mode's consistency check: the incumbent must still reproduce. At the first
-        inconsistency the policy switches to strict for the rest of the search."""
+        inconsistency the policy escalates to strict for the rest of the search."""
         outcome = self.sample(tree, "incumbent", phase=phase)
-        self.incumbent_checks += 1
-        ok = self.contract.reproduces(outcome)
+        self._ledger.add_incumbent_check()
+        ok = self._contract.reproduces(outcome)
         if not ok:
-            self.inconsistencies += 1
-            self.policy = "strict"
-            self.theta = self.config.min_candidate_rate or 0.5 * self.theta
-            self.failure_budget = self.config.failure_budget or 2
-            self.cache.clear()
+            with self._lock:
+                self._policy = self.policy.escalate(self._config)
+            self._cache.clear()
         return ok
 
     # -- final validation --------------------------------------------------------------------
 
-    def final_validation(self, tree: Tree, runs: int, jobs: int) -> tuple[int, int, int | None]:
+    def final_validation(
+        self, tree: Tree, runs: int, jobs: int | None = None
+    ) -> tuple[int, int, int | None]:
         """Fixed-size validation of the accepted tree: (passes, runs, first exit code)."""
         if runs == 0:
             return 0, 0, None
         outcomes = map_samples(
-            lambda i: self.sample(tree, f"final-{i}", phase=None, budgeted=False), runs, jobs
+            lambda i: self.sample(tree, f"final-{i}", phase=None, budgeted=False),
+            runs,
+            jobs or self._jobs,
         )
-        verdicts = [self.contract.reproduces(o) for o in outcomes]
+        verdicts = [self._contract.reproduces(o) for o in outcomes]
         exit_code = next((o.exit_code for o, v in zip(outcomes, verdicts, strict=True) if v), None)
         if exit_code is None:
             exit_code = outcomes[0].exit_code
         return sum(verdicts), runs, exit_code
 
     def planned_final_runs(self) -> int:
-        """``--final-runs``, or by default 10 (deterministic) / 50 (flaky: power >= 0.98 for the
-        exact test of p > theta when a lucky baseline put theta at half of 0.66 and p = 0.6)."""
-        if self.config.final_runs is not None:
-            return self.config.final_runs
-        return 10 if self.deterministic else 50
+        return self.policy.final_runs(self._config.final_runs)
 
     def final_passes_test(self, passes: int, runs: int) -> bool:
-        """Does the final sample support ``p > theta`` at the configured confidence?"""
-        if runs == 0:
-            return True
-        return stats.binom_pvalue(passes, runs, self.theta) <= self.config.alpha
+        return self.policy.final_passed(passes, runs)

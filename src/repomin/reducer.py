@@ -100,14 +100,16 @@ class Reduction:
                 raise
 
         # Concurrency stays at ``jobs`` processes: deterministic (single-run) candidates race
-        # in parallel; under a flaky policy one candidate's samples run in parallel instead,
-        # since a candidate then needs many runs and speculation past it is mostly wasted.
-        single = self.oracle.policy == "single"
-        self.oracle.sample_jobs = 1 if single else self.jobs
-        if single and self.jobs > 1:
+        # in parallel; under a flaky policy one candidate's samples run in parallel instead
+        # (the oracle's sample width), since a candidate then needs many runs. With several
+        # slots and single runs, every compatible accepted candidate is folded (fold.py).
+        if self.oracle.policy.single and self.jobs > 1:
             return fold_round(self, phase, live(), evaluate)
         race = first_accepted(
-            live(), evaluate, lambda v: v is not None and v.accepted, self.jobs if single else 1
+            live(),
+            evaluate,
+            lambda v: v is not None and v.accepted,
+            self.oracle.policy.race_width(self.jobs),
         )
         for _, _, verdict, status in race.results:
             if status == "accepted":
@@ -125,9 +127,9 @@ class Reduction:
 
     def _adopt(self, phase: str, description: str, tree: Tree, verdict: Verdict) -> None:
         before = self._current
-        counters = self.ledger.phase(phase)
-        counters.files_removed += before.file_count - tree.file_count
-        counters.bytes_removed += before.byte_count - tree.byte_count
+        self.ledger.add_removed(
+            phase, before.file_count - tree.file_count, before.byte_count - tree.byte_count
+        )
         self._current = tree
         self.history.append(tree)
         self.ledger.event(
@@ -136,12 +138,12 @@ class Reduction:
             decision="accepted",
             files=tree.file_count,
             bytes=tree.byte_count,
-            **verdict.evidence(self.oracle.config.confidence),
+            **verdict.evidence(),
         )
         if self.on_accept is not None:
             self.on_accept(Mutation(phase, description, tree, verdict))
         every = self.oracle.config.incumbent_check_every
-        if self.oracle.policy == "single" and every and self.ledger.accepted % every == 0:
+        if self.oracle.policy.single and every and self.ledger.accepted % every == 0:
             self._check_incumbent(phase)
 
     def _check_incumbent(self, phase: str) -> None:
@@ -161,7 +163,7 @@ class Reduction:
                 decision="accepted" if verdict.accepted else "rejected",
                 files=self._current.file_count,
                 bytes=self._current.byte_count,
-                **verdict.evidence(self.oracle.config.confidence),
+                **verdict.evidence(),
             )
             if verdict.accepted:
                 return
@@ -203,11 +205,11 @@ def run_passes(
                 )
             if not progress:
                 oracle = reduction.oracle
-                if oracle.retest_rejections or not oracle.flaky:
+                if oracle.cache.retesting or not oracle.policy.flaky:
                     return ReductionResult(reduction.current, "fixpoint", rounds)
                 # A flaky oracle can reject a good candidate: at the fixpoint (where the tree
                 # is small and candidates are few) every rejected tree gets one more test.
-                oracle.retest_rejections = True
+                oracle.start_retesting()
                 reduction.ledger.event(
                     order[0],
                     "fixpoint under a flaky oracle: re-testing rejected candidates once",
@@ -227,9 +229,11 @@ def _run_pass(reduction: Reduction, name: str, instance: Pass) -> float | None:
     before = reduction.current
     samples_before = reduction.oracle.samples
     started = time.monotonic()
-    instance.run(reduction)
-    counters = reduction.ledger.phase(name)
-    counters.duration_seconds += time.monotonic() - started
+    try:
+        instance.run(reduction)
+    finally:
+        # A pass stopped by the budget or an interrupt still reports the time it ran.
+        reduction.ledger.add_duration(name, time.monotonic() - started)
     if reduction.current.digest == before.digest:
         return None
     gained = before.byte_count - reduction.current.byte_count

@@ -6,11 +6,15 @@ holds:
 * ``config.json`` -- the configuration fingerprint (source digest, command, failure spec,
   environment digest, sampling configuration, backend, jobs, ``reduction_strategy``). Resuming
   with anything different is refused.
-* ``baseline.json`` -- the baseline counts, the pinned signature, θ, policy and failure budget,
-  so that a resumed search uses the same decisions' parameters and does not rerun the baseline.
+* ``baseline.json`` -- the baseline counts, the pinned signature and the learnt
+  :class:`~repomin.policy.SamplingPolicy` record (θ, mode, failure budget, screen, ...), so that
+  a resumed search uses the same decisions' parameters and does not rerun the baseline.
 * ``blobs/`` + ``trees/`` -- content-addressed file contents and tree manifests.
 * ``journal.jsonl`` -- accepted mutations in order (phase, description, tree digest).
-* ``ledger.jsonl`` -- every decided verdict keyed by tree digest (the persistent cache).
+* ``ledger.jsonl`` -- every decided verdict keyed by tree digest (the persistent cache), as
+  versioned :meth:`~repomin.verdict.Verdict.to_json` records.
+
+Owns the on-disk layout of a session; the records' contents belong to their classes.
 
 Appends are line-buffered and flushed per record; a torn last line (SIGKILL) is ignored.
 """
@@ -21,16 +25,39 @@ import hashlib
 import json
 import os
 import threading
-from dataclasses import asdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from repomin.errors import SessionError
-from repomin.oracle import Verdict
+from repomin.policy import SamplingPolicy
 from repomin.report.io import write_json_atomic
 from repomin.tree import Entry, Tree
+from repomin.verdict import Baseline, Verdict
 
-SESSION_FORMAT = 1
+SESSION_FORMAT = 2
+
+
+@dataclass(frozen=True, slots=True)
+class StoredBaseline:
+    """``baseline.json``: what a resumed session needs to decide exactly as this one did."""
+
+    baseline: Baseline
+    policy: SamplingPolicy
+    signature: dict[str, Any] | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.baseline.to_json(),
+            "signature": self.signature,
+            "policy": self.policy.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StoredBaseline:
+        return cls(
+            Baseline.from_json(data), SamplingPolicy.from_json(data["policy"]), data["signature"]
+        )
 
 
 def default_session_dir(output: Path) -> Path:
@@ -77,7 +104,11 @@ class Session:
                 "--session directory of the interrupted run)"
             )
         stored = json.loads(path.read_text("utf-8"))
-        stored.pop("format", None)
+        if stored.pop("format", None) != SESSION_FORMAT:
+            raise SessionError(
+                f"--resume: session {str(root)!r} was written by another ReproMin version; "
+                "start a new session (remove it or choose another --session)"
+            )
         diff = sorted(k for k in set(stored) | set(config) if stored.get(k) != config.get(k))
         if diff:
             raise SessionError(
@@ -122,21 +153,23 @@ class Session:
             fh.write(line)
             fh.flush()
 
-    def save_baseline(self, data: dict[str, Any]) -> None:
-        write_json_atomic(self.root / "baseline.json", data)
+    def save_baseline(self, stored: StoredBaseline) -> None:
+        write_json_atomic(self.root / "baseline.json", stored.to_json())
 
-    def load_baseline(self) -> dict[str, Any] | None:
+    def load_baseline(self) -> StoredBaseline | None:
         path = self.root / "baseline.json"
-        return json.loads(path.read_text("utf-8")) if path.exists() else None
+        if not path.exists():
+            return None
+        return StoredBaseline.from_json(json.loads(path.read_text("utf-8")))
 
     def record_verdict(self, digest: str, verdict: Verdict) -> None:
-        self._append("ledger.jsonl", {"tree": digest, **asdict(verdict)})
+        self._append("ledger.jsonl", {"tree": digest, **verdict.to_json()})
 
     def verdicts(self) -> dict[str, Verdict]:
         out = {}
         for rec in _read_jsonl(self.root / "ledger.jsonl"):
             digest = rec.pop("tree")
-            out[digest] = Verdict(**rec)
+            out[digest] = Verdict.from_json(rec)
         return out
 
     def record_mutation(self, phase: str, description: str, tree: Tree) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from repomin.session import SESSION_FORMAT
 from tests.conftest import make_repo
 
 NEEDED = ["d2/f0.txt", "f1.txt"]
@@ -104,7 +105,9 @@ def test_resume_refuses_a_different_configuration(tmp_path: Path) -> None:
     make_repo(src, 10, NEEDED, seed=2)
     session = tmp_path / "s"
     session.mkdir()
-    (session / "config.json").write_text(json.dumps({"format": 1, "command": "other"}))
+    (session / "config.json").write_text(
+        json.dumps({"format": SESSION_FORMAT, "command": "other"})
+    )
     res = subprocess.run(
         _cmd(src, tmp_path / "out", "--resume", "--session", str(session)),
         capture_output=True,
@@ -116,3 +119,49 @@ def test_resume_refuses_a_different_configuration(tmp_path: Path) -> None:
         _cmd(src, tmp_path / "out", "--session", str(session)), capture_output=True, text=True
     )
     assert fresh.returncode == 2 and "--resume" in fresh.stderr
+
+
+#: Slow only on trees that still hold ``slow.txt`` (the baseline's and the traced run's).
+SLOW = "if [ -f slow.txt ]; then sleep 0.4; fi; " + COMMAND
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if path.exists():
+            return
+        time.sleep(0.02)
+    pytest.fail(f"{path.name} never appeared (exit {proc.poll()})")
+
+
+def _slow_cmd(src: Path, out: Path, *extra: str) -> list[str]:
+    cmd = _cmd(src, out, "--baseline-runs", "3", "--passes", "trace,files", *extra)
+    cmd[cmd.index(COMMAND)] = SLOW
+    return cmd
+
+
+@pytest.mark.parametrize("during", ["baseline", "trace"])
+def test_interrupt_in_baseline_or_trace_keeps_the_session(tmp_path: Path, during: str) -> None:
+    src = tmp_path / "repo"
+    make_repo(src, 6, NEEDED, seed=3)
+    (src / "slow.txt").write_text("slow\n")
+    out = tmp_path / "out"
+    session = tmp_path / "out.repomin-session"
+    proc = subprocess.Popen(_slow_cmd(src, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # The session exists before the baseline; baseline.json appears when the traced run starts.
+    _wait_for(session / ("config.json" if during == "baseline" else "baseline.json"), proc)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert b"Traceback" not in err and b"--resume" in err
+    assert (session / "config.json").exists() and not out.exists()
+    assert (session / "baseline.json").exists() == (during == "trace")
+
+    done = subprocess.run(_slow_cmd(src, out, "--resume"), capture_output=True)
+    assert done.returncode == 0, done.stderr
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == NEEDED
+    report = json.loads((tmp_path / "out.repomin/report.json").read_text())
+    baseline = report["events"][0]
+    assert baseline["phase"] == "baseline"
+    assert ("restored from the session" in baseline["description"]) == (during == "trace")

@@ -18,6 +18,7 @@ from repomin.failure.contract import FailureContract, FailureSpec
 from repomin.fingerprint import Fingerprint
 from repomin.holdout import HoldoutConfig, run_holdout
 from repomin.oracle import Oracle, SamplingConfig
+from repomin.policy import Sampling, SamplingPolicy
 from repomin.tree import Entry, Tree
 from tests.conftest import FakeRunner
 
@@ -39,13 +40,28 @@ def _oracle(rate: float, seed: int, **config: object) -> tuple[Oracle, FakeRunne
     return oracle, runner
 
 
+def _strict(theta: float, failure_budget: int) -> SamplingPolicy:
+    """A strict policy at family index 0 (the next candidate takes index 1)."""
+    return SamplingPolicy(
+        mode=Sampling.STRICT,
+        requested=Sampling.STRICT,
+        theta=theta,
+        confidence=0.95,
+        spending="basel",
+        failure_budget=failure_budget,
+        screen_runs=1,
+        deterministic=False,
+        candidate_runs=100,
+        holdout_p0=theta,
+    )
+
+
 def test_false_acceptance_at_theta_stays_below_alpha() -> None:
     theta, alpha, trials = 0.3, 0.05, 4000
     accepted = 0
     oracle, _runner = _oracle(theta, 7, mode="strict", min_candidate_rate=theta, baseline_runs=5)
-    oracle.policy, oracle.theta, oracle.failure_budget = "strict", theta, 2
     for i in range(trials):
-        oracle._family = 0  # every trial is the first family index: size <= alpha_1
+        oracle.restore(_strict(theta, 2), None)  # every trial at family index 1: size <= alpha_1
         tree = GOOD.replace("a", f"{i}\n".encode())
         accepted += oracle.evaluate(tree, "files", f"mc{i}").accepted
     alpha1 = stats.spend_alpha(alpha, 1)
@@ -56,10 +72,9 @@ def test_false_acceptance_at_theta_stays_below_alpha() -> None:
 
 def test_good_candidates_are_accepted_with_high_power() -> None:
     oracle, _ = _oracle(0.9, 3, mode="strict", min_candidate_rate=0.3)
-    oracle.policy, oracle.theta, oracle.failure_budget = "strict", 0.3, 2
     wins = 0
     for i in range(300):
-        oracle._family = 0  # power at the first family index
+        oracle.restore(_strict(0.3, 2), None)  # power at the first family index
         wins += oracle.evaluate(GOOD.replace("a", f"{i}\n".encode()), "files", f"g{i}").accepted
     # Overall acceptance = P(screen passes) x P(accept | screen), computed exactly.
     design = stats.design(0.3, stats.spend_alpha(0.05, 1), 60, 2, True)

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from repomin.accounting import Ledger
 from repomin.failure.contract import FailureContract, FailureSpec
-from repomin.oracle import Budget, Oracle, SamplingConfig
+from repomin.oracle import Budget, Oracle, Sampling, SamplingConfig
 from repomin.reducer import Reduction, ReductionResult, run_passes
 from repomin.tree import Entry, Tree
 from tests.conftest import FakeRunner
@@ -117,7 +117,7 @@ def test_budget_stops_with_best_so_far() -> None:
 def test_flaky_strict_reduction_records_family_evidence() -> None:
     tree = _tree(30)
     result, ledger, oracle, _ = reduce_tree(tree, needs(("d1/sub1/f1.txt", b"a1")), rate=0.6)
-    assert oracle.policy == "strict"
+    assert oracle.policy.mode is Sampling.STRICT
     assert "d1/sub1/f1.txt" in result.tree
     accepted = [e for e in ledger.events if e.get("decision") == "accepted"]
     assert accepted
@@ -141,7 +141,7 @@ def test_single_mode_inconsistency_switches_to_strict() -> None:
         return "d1/sub1/f1.txt" in t or state["calls"] == 21
 
     result, ledger, oracle, _ = reduce_tree(tree, fails, check_every=1)
-    assert oracle.inconsistencies == 1 and oracle.policy == "strict"
+    assert oracle.inconsistencies == 1 and oracle.policy.mode is Sampling.STRICT
     assert any(e.get("decision") == "inconsistency" for e in ledger.events)
     assert list(result.tree.paths) == ["d1/sub1/f1.txt"]
     assert_identities(ledger)
@@ -174,3 +174,21 @@ def test_property_result_reproduces_is_smaller_and_stable(files: dict[str, list[
     again, _, _, _ = reduce_tree(result.tree, fails)
     assert again.tree.digest == result.tree.digest
     assert_identities(ledger)
+
+
+def test_a_pass_stopped_by_the_budget_reports_its_real_duration() -> None:
+    import time
+
+    tree = _tree(60)
+    slow = needs(("d1/sub1/f1.txt", b"a1"))
+
+    def fails(t: Tree) -> bool:
+        time.sleep(0.01)
+        return slow(t)  # type: ignore[operator,no-any-return]
+
+    result, ledger, oracle, _ = reduce_tree(tree, fails, budget=Budget(max_runs=30))
+    assert result.stop_reason == "max_runs"
+    searched = oracle.samples - oracle.config.baseline_runs
+    assert searched >= 5
+    # the files pass ran every search sample (0.01 s each) before the budget stopped it
+    assert ledger.phases["files"].duration_seconds >= 0.01 * searched

@@ -1,4 +1,5 @@
-"""``repomin report compare`` (registered on import): validate reports, print the comparison.
+"""``repomin report compare``: validate reports, print the comparison (joins the ``report``
+group in ``report_cmds``).
 
 Exit codes: 0 the comparison was written; 2 bad usage (fewer than 2 or more than 32 reports,
 bad labels) or any invalid report (one ``report N (PATH): rule: message`` line on stderr, and no
@@ -13,7 +14,7 @@ from typing import Any
 
 import click
 
-from repomin.cli.main import _errors_to_exit, report_group
+from repomin.cli.common import errors_to_exit
 from repomin.errors import ReportError
 from repomin.report.compare import build_comparison, check_count, check_labels
 from repomin.report.io import write_text_atomic
@@ -44,7 +45,7 @@ def load_validated(paths: list[Path]) -> list[dict[str, Any]]:
     return reports
 
 
-@report_group.command("compare")
+@click.command("compare")
 @click.argument("reports", nargs=-1, type=click.Path(path_type=Path))
 @click.option(
     "--label",
@@ -60,7 +61,7 @@ def load_validated(paths: list[Path]) -> list[dict[str, Any]]:
     default=None,
     help="Write the comparison JSON here (atomically) instead of stdout.",
 )
-@_errors_to_exit
+@errors_to_exit
 def compare_cmd(reports: tuple[Path, ...], labels: tuple[str, ...], output: Path | None) -> None:
     """Compare 2 to 32 validated REPORTs, in the order given (descriptive only)."""
     check_count(len(reports))

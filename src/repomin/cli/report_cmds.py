@@ -1,4 +1,4 @@
-"""``repomin report validate`` and ``repomin report replay`` (registered on import).
+"""The ``repomin report`` group: ``validate`` and ``replay`` here, ``compare`` from its module.
 
 Exit codes. validate: 0 valid, 2 invalid (one ``rule: message`` line per problem on stderr).
 replay: 0 the pinned failure reproduced in at least one run, 1 it reproduced in none, 2 refused
@@ -13,10 +13,12 @@ import os
 import sys
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import click
 
-from repomin.cli.main import _errors_to_exit, report_group
+from repomin.cli.common import errors_to_exit
+from repomin.cli.compare_cmd import compare_cmd
 from repomin.errors import ReportError, UsageError
 from repomin.report import replay as rp
 from repomin.report.summary import build_summary, render_markdown
@@ -56,6 +58,14 @@ def _fail(result: ValidationResult, problems: list[str] | None = None) -> None:
         click.echo(f"repomin: error: {line}", err=True)
 
 
+@click.group("report")
+def report_group() -> None:
+    """Validate, replay and compare reports."""
+
+
+report_group.add_command(compare_cmd)
+
+
 @report_group.command("validate")
 @click.argument("report", type=click.Path(path_type=Path))
 @click.option(
@@ -72,7 +82,7 @@ def _fail(result: ValidationResult, problems: list[str] | None = None) -> None:
     default=None,
     help="text (default), json (= --json) or markdown (shareable, path-free table).",
 )
-@_errors_to_exit
+@errors_to_exit
 def validate_cmd(report: Path, payload: Path | None, as_json: bool, fmt: str | None) -> None:
     """Check REPORT (and its payload) without running anything; exit 2 when invalid."""
     if as_json and fmt not in (None, "json"):
@@ -140,7 +150,7 @@ def validate_cmd(report: Path, payload: Path | None, as_json: bool, fmt: str | N
     help="Also run the holdout's exact test of 'reproduces with probability >= P0' on these "
     "runs; exit 0 only when it passes.",
 )
-@_errors_to_exit
+@errors_to_exit
 def replay_cmd(
     report: Path,
     payload: Path,
@@ -157,27 +167,7 @@ def replay_cmd(
     """
     if min_rate is not None and not 0 < min_rate < 1:
         raise UsageError(f"--min-rate {min_rate} must be in (0, 1), e.g. 0.3")
-    path = _report_file(report)
-    data, result = validate_file(path, payload=payload)
-    blocking = [p for p in result.problems if p.rule not in DRIFT_RULES]
-    drift = [p for p in result.problems if p.rule in DRIFT_RULES]
-    if blocking or (drift and not allow_modified):
-        _fail(result)
-        if drift and not blocking:
-            click.echo(
-                "repomin: the payload is not the one the report describes; pass "
-                "--allow-modified to replay it anyway (e.g. to test a fix)",
-                err=True,
-            )
-        sys.exit(2)
-    if drift:
-        click.echo(
-            "repomin: payload: MODIFIED since the reduction (--allow-modified); the result "
-            "describes this modified tree, not the reported payload"
-        )
-    else:
-        mode = result.payload_fingerprint_mode
-        click.echo(f"repomin: payload fingerprint: {_MODE_TEXT[mode] if mode else 'not checked'}")
+    data, drift = _checked_for_replay(_report_file(report), payload, allow_modified)
     plan = rp.plan_replay(data, runs=runs, timeout=timeout, jobs=jobs)
     _describe(plan)
     if not yes:
@@ -205,6 +195,38 @@ def replay_cmd(
         obs = rp.run_replay(plan, tree, runner, env)
     finally:
         runner.close()
+    _observed(obs, min_rate)
+
+
+def _checked_for_replay(
+    path: Path, payload: Path, allow_modified: bool
+) -> tuple[dict[str, Any], bool]:
+    """The validated report and whether the payload drifted (exit 2 when it may not run)."""
+    data, result = validate_file(path, payload=payload)
+    blocking = [p for p in result.problems if p.rule not in DRIFT_RULES]
+    drift = [p for p in result.problems if p.rule in DRIFT_RULES]
+    if blocking or (drift and not allow_modified):
+        _fail(result)
+        if drift and not blocking:
+            click.echo(
+                "repomin: the payload is not the one the report describes; pass "
+                "--allow-modified to replay it anyway (e.g. to test a fix)",
+                err=True,
+            )
+        sys.exit(2)
+    if drift:
+        click.echo(
+            "repomin: payload: MODIFIED since the reduction (--allow-modified); the result "
+            "describes this modified tree, not the reported payload"
+        )
+    else:
+        mode = result.payload_fingerprint_mode
+        click.echo(f"repomin: payload fingerprint: {_MODE_TEXT[mode] if mode else 'not checked'}")
+    return data, bool(drift)
+
+
+def _observed(obs: rp.ReplayObservation, min_rate: float | None) -> None:
+    """Print the replay's observation; exit with its code."""
     extra = ", ".join(
         f"{n} {label}"
         for n, label in ((obs.timeouts, "timed out"), (obs.resource_exhausted, "exhausted"))

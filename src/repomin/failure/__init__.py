@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
-from repomin.failure.contract import FailureContract, FailureSpec, SignatureMode
+from repomin.failure.contract import FailureContract, FailureSpec
+from repomin.failure.signatures import SignatureMode
 
 __all__ = ["FailureContract", "FailureSpec", "SignatureMode"]

@@ -4,35 +4,22 @@
 Java exception, process failure) is *learnt once* from the baseline and then pinned: the
 :class:`FailureContract` holds the learnt signature and never replaces it. Timeouts and resource
 exhaustion never reproduce, whatever the spec says.
+
+Owns ``FailureSpec`` and ``FailureContract``; the signature modes and their registry live in
+:mod:`repomin.failure.signatures` (imported here, never the other way round).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from repomin.errors import SignatureError, UsageError
+from repomin.failure.signatures import SIGNATURE_MODES, SignatureMode
 from repomin.runners.base import Outcome
 
 SIGNATURE_FLAGS = ("java_exception", "python_exception", "process_failure")
-
-
-class SignatureMode(Protocol):
-    """A way to extract a failure identity from one outcome.
-
-    ``flag`` is the ``failure_spec`` boolean (e.g. ``"python_exception"``), ``report_field`` the
-    top-level report key (e.g. ``"python_exception_signature"``). ``extract`` returns a JSON-able
-    normalised signature or ``None`` when the outcome shows no such failure; ``matches`` compares
-    a pinned signature with one extracted from a new outcome.
-    """
-
-    flag: str
-    report_field: str
-
-    def extract(self, outcome: Outcome) -> dict[str, Any] | None: ...
-
-    def matches(self, pinned: dict[str, Any], observed: dict[str, Any]) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +97,6 @@ class FailureSpec:
 
 def signature_mode_for(flag: str) -> SignatureMode:
     """The registered implementation of a signature flag."""
-    from repomin.failure.signatures import SIGNATURE_MODES
-
     try:
         return SIGNATURE_MODES[flag]
     except KeyError:

@@ -1,0 +1,364 @@
+"""``repomin reduce``'s flags as one frozen, typed record, and its translation to options.
+
+Owns the flag table: every field of :class:`ReduceArgs` *is* a click parameter (declared in the
+field's metadata by :func:`opt` / :func:`arg`), and :func:`typed_command` turns the record into
+the command's parameters, so the command receives a ``ReduceArgs`` and never a ``**kw``. All
+checks that combine flags live in :func:`to_options`; checks of one value live in the
+``__post_init__`` of the library record it becomes (``SamplingConfig``, ``Budget``,
+``HoldoutConfig``, ``ReduceOptions``). To add a flag: add a field here and map it in
+:func:`to_options`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass, field, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from repomin.errors import UsageError
+from repomin.failure.contract import FailureSpec
+from repomin.holdout import HoldoutConfig
+from repomin.options import ReduceOptions, parse_env, plan_schedule
+from repomin.oracle import Budget
+from repomin.passes import DEFAULT_SCHEDULE
+from repomin.policy import SAMPLING_MODES, SamplingConfig
+from repomin.selection import DEFAULT_IGNORED_NAMES, SelectionOptions, normalise_relative
+from repomin.semantic import SemanticConfig
+
+T = TypeVar("T")
+
+
+def opt(*decls: str, default: Any = MISSING, **click_kw: Any) -> Any:
+    """A dataclass field that is also the click option ``decls``."""
+    if default is not MISSING:
+        click_kw.setdefault("default", default)
+    meta = {"click": ("option", decls, click_kw)}
+    return field(metadata=meta) if default is MISSING else field(default=default, metadata=meta)
+
+
+def flag(*decls: str, help: str | None = None) -> Any:
+    return opt(*decls, default=False, is_flag=True, help=help)
+
+
+def arg(**click_kw: Any) -> Any:
+    return field(metadata={"click": ("argument", (), click_kw)})
+
+
+def typed_command(cls: type[T]) -> Callable[[Callable[[T], None]], Callable[..., None]]:
+    """Decorate ``fn(args: cls)`` with one click parameter per field of ``cls``."""
+
+    def decorate(fn: Callable[[T], None]) -> Callable[..., None]:
+        def callback(**params: Any) -> None:
+            fn(cls(**params))
+
+        callback.__doc__ = fn.__doc__
+        callback.__name__ = fn.__name__
+        for f in reversed(fields(cls)):  # type: ignore[arg-type]
+            kind, decls, click_kw = f.metadata["click"]
+            if kind == "argument":
+                callback = click.argument(f.name, **click_kw)(callback)
+            else:
+                callback = click.option(*decls, f.name, **click_kw)(callback)
+        return callback
+
+    return decorate
+
+
+_PATH = click.Path(path_type=Path)
+
+
+@dataclass(frozen=True, slots=True)
+class ReduceArgs:
+    """The parsed flags of ``repomin reduce`` (names and defaults are the CLI's)."""
+
+    src: Path = arg(type=click.Path(path_type=Path, file_okay=True, dir_okay=True))
+    output: Path = opt(
+        "-o",
+        "--output",
+        type=_PATH,
+        required=True,
+        help="Where to write the payload (OUTPUT.repomin/ gets the report).",
+    )
+    command: str = opt(
+        "--command",
+        required=True,
+        help="Shell command that fails; runs with the tree copy as working directory.",
+    )
+    match: str | None = opt("--match", default=None, help="Regex over stdout+stderr (Python re).")
+    exit_code: int | None = opt(
+        "--exit-code", type=int, default=None, help="Exit status the failing command must return."
+    )
+    python_exception: bool = flag("--python-exception", help="Pin the Python exception signature.")
+    java_exception: bool = flag("--java-exception", help="Pin the Java exception signature.")
+    process_failure: bool = flag(
+        "--process-failure", help="Pin the process failure (signal / exit status / Windows status)."
+    )
+    timeout: float = opt(
+        "--timeout",
+        type=float,
+        default=60.0,
+        show_default=True,
+        help="Seconds per run; the whole process group is killed after it.",
+    )
+    env: tuple[str, ...] = opt(
+        "--env",
+        default=(),
+        multiple=True,
+        metavar="NAME[=VALUE]",
+        help="Explicit environment for the command (NAME passes the current value).",
+    )
+    ignore: tuple[str, ...] = opt(
+        "--ignore",
+        default=(),
+        multiple=True,
+        metavar="NAME",
+        help="Also ignore entries with this name or glob (repeatable).",
+    )
+    ignore_path: tuple[str, ...] = opt(
+        "--ignore-path",
+        default=(),
+        multiple=True,
+        metavar="PATH",
+        help="Ignore this path relative to SRC (repeatable).",
+    )
+    no_gitignore: bool = flag("--no-gitignore", help="Do not honour .gitignore files.")
+    no_default_ignores: bool = flag(
+        "--no-default-ignores", help="Do not ignore .git, node_modules, __pycache__, .venv, ..."
+    )
+    keep: tuple[str, ...] = opt(
+        "--keep",
+        default=(),
+        multiple=True,
+        metavar="PATH",
+        help="Never remove or edit this path relative to SRC (repeatable).",
+    )
+    confidence: float = opt("--confidence", type=float, default=0.95, show_default=True)
+    min_baseline_rate: float = opt(
+        "--min-baseline-rate", type=float, default=0.1, show_default=True
+    )
+    min_candidate_rate: float | None = opt(
+        "--min-candidate-rate",
+        type=float,
+        default=None,
+        help="Candidate threshold theta (default: half the baseline lower bound).",
+    )
+    baseline_runs: int = opt("--baseline-runs", type=int, default=20, show_default=True)
+    candidate_runs: int = opt(
+        "--candidate-runs",
+        type=int,
+        default=60,
+        show_default=True,
+        help="Cap on runs per candidate (sequential test).",
+    )
+    final_runs: int | None = opt(
+        "--final-runs",
+        type=int,
+        default=None,
+        help="Final validation runs (default: 10 deterministic, 50 flaky).",
+    )
+    sampling: str = opt(
+        "--sampling",
+        type=click.Choice(SAMPLING_MODES),
+        default="auto",
+        show_default=True,
+        help="auto: single-run for deterministic baselines, strict otherwise.",
+    )
+    jobs: int | None = opt(
+        "--jobs",
+        "-j",
+        type=int,
+        default=None,
+        help="Parallel candidates/samples (default: number of cores).",
+    )
+    no_cache: bool = flag("--no-cache", help="Disable the content cache.")
+    max_runs: int | None = opt("--max-runs", type=int, default=None, help="Budget: oracle runs.")
+    max_time: float | None = opt("--max-time", type=float, default=None, help="Budget: seconds.")
+    passes: str | None = opt(
+        "--passes",
+        default=None,
+        help="Comma-separated pass schedule (default: trace,refs,files,normalise,python,blocks,"
+        "brackets,lines,tokens).",
+    )
+    no_trace: bool = flag("--no-trace", help="Skip the traced run and the trace-guided first cut.")
+    semantic_endpoint: str | None = opt(
+        "--semantic-endpoint",
+        default=None,
+        metavar="URL",
+        help="Opt-in: OpenAI-compatible chat-completions endpoint proposing smaller files "
+        "(API key from $REPOMIN_SEMANTIC_API_KEY).",
+    )
+    semantic_model: str | None = opt(
+        "--semantic-model", default=None, metavar="NAME", help="Model for --semantic-endpoint."
+    )
+    semantic_timeout: float = opt(
+        "--semantic-timeout",
+        type=float,
+        default=60.0,
+        show_default=True,
+        help="Seconds per semantic request.",
+    )
+    holdout_runs: int | None = opt(
+        "--holdout-runs",
+        type=int,
+        default=None,
+        help="Certify the exported payload with N fresh runs (exact binomial test).",
+    )
+    holdout_confidence: float = opt(
+        "--holdout-confidence", type=float, default=0.95, show_default=True
+    )
+    holdout_min_rate: float | None = opt(
+        "--holdout-min-rate",
+        type=float,
+        default=None,
+        help="Rate p0 to certify (default: the candidate threshold).",
+    )
+    session_dir: Path | None = opt(
+        "--session",
+        type=_PATH,
+        default=None,
+        help="Session directory (default: OUTPUT.repomin-session beside OUTPUT).",
+    )
+    resume: bool = flag("--resume", help="Continue an interrupted session.")
+    no_session: bool = flag("--no-session", help="Do not keep a resumable session.")
+    export_on_interrupt: bool = flag(
+        "--export-on-interrupt",
+        help="On Ctrl-C/SIGTERM, export the best tree so far (no final runs).",
+    )
+    force: bool = flag("--force", help="Replace an existing OUTPUT.")
+    backend: str = opt(
+        "--backend", type=click.Choice(["host", "docker"]), default="host", show_default=True
+    )
+    image: str | None = opt(
+        "--image", default=None, help="Docker image reference or ID (--backend docker)."
+    )
+    network: str = opt(
+        "--network",
+        type=click.Choice(["none", "bridge"]),
+        default="none",
+        show_default=True,
+        help="Container network (--backend docker).",
+    )
+    memory: str | None = opt(
+        "--memory", default=None, help="Container memory limit, e.g. 512m (swap included)."
+    )
+    cpus: float | None = opt("--cpus", type=float, default=None, help="Container CPU limit.")
+    pids_limit: int | None = opt(
+        "--pids-limit", type=int, default=None, help="Container process limit."
+    )
+    user: str | None = opt(
+        "--user", default=None, help="Numeric UID[:GID] in the container (default 65534)."
+    )
+    fresh_container: bool = flag(
+        "--fresh-container", help="One container per sample (slower; for images without a shell)."
+    )
+    pull: bool = flag("--pull", help="Pull the image if missing (never implicit).")
+    docker_transport: str = opt(
+        "--docker-transport",
+        type=click.Choice(["auto", "bind", "stream"]),
+        default="auto",
+        show_default=True,
+        help="How trees reach the container (auto: bind when the engine is local).",
+    )
+    quiet: bool = flag("--quiet", "-q")
+    verbose: bool = flag("--verbose", "-v")
+
+
+# -- translation ------------------------------------------------------------------------------
+
+
+def to_options(a: ReduceArgs) -> ReduceOptions:
+    """The library options for these flags (every cross-flag check is here)."""
+    semantic = _semantic(a)
+    schedule = (
+        tuple(p.strip() for p in a.passes.split(",") if p.strip()) if a.passes else DEFAULT_SCHEDULE
+    )
+    return ReduceOptions(
+        src=a.src,
+        output=a.output,
+        command=a.command,
+        spec=FailureSpec(
+            match=a.match,
+            exit_code=a.exit_code,
+            java_exception=a.java_exception,
+            python_exception=a.python_exception,
+            process_failure=a.process_failure,
+        ),
+        env=parse_env(a.env),
+        timeout=a.timeout,
+        selection=_selection(a),
+        sampling=SamplingConfig(
+            confidence=a.confidence,
+            baseline_runs=a.baseline_runs,
+            candidate_runs=a.candidate_runs,
+            final_runs=a.final_runs,
+            min_baseline_rate=a.min_baseline_rate,
+            min_candidate_rate=a.min_candidate_rate,
+            mode=a.sampling,  # type: ignore[arg-type]  # coerced to Sampling
+        ),
+        jobs=a.jobs if a.jobs is not None else (os.cpu_count() or 1),
+        use_cache=not a.no_cache,
+        budget=Budget(a.max_runs, a.max_time),
+        force=a.force,
+        schedule=plan_schedule(schedule, trace=not a.no_trace, semantic=semantic is not None),
+        backend=a.backend,
+        backend_options=_backend_options(a),
+        holdout=_holdout(a),
+        session_dir=a.session_dir,
+        resume=a.resume,
+        use_session=not a.no_session,
+        export_on_interrupt=a.export_on_interrupt,
+        semantic=semantic,
+    )
+
+
+def _selection(a: ReduceArgs) -> SelectionOptions:
+    defaults = () if a.no_default_ignores else DEFAULT_IGNORED_NAMES
+    return SelectionOptions(
+        ignored_names=tuple(dict.fromkeys((*defaults, *a.ignore))),
+        ignored_paths=tuple(normalise_relative(p, option="--ignore-path") for p in a.ignore_path),
+        use_gitignore=not a.no_gitignore,
+        keep_paths=tuple(normalise_relative(p, option="--keep") for p in a.keep),
+    )
+
+
+def _semantic(a: ReduceArgs) -> SemanticConfig | None:
+    if a.semantic_endpoint is None and a.semantic_model is None:
+        return None
+    if a.semantic_endpoint is None or a.semantic_model is None:
+        raise UsageError("--semantic-endpoint and --semantic-model go together; pass both")
+    return SemanticConfig(a.semantic_endpoint, a.semantic_model, a.semantic_timeout)
+
+
+def _holdout(a: ReduceArgs) -> HoldoutConfig | None:
+    if a.holdout_runs is None:
+        return None
+    p0 = a.holdout_min_rate
+    if p0 is None:
+        p0 = a.min_candidate_rate or 0.5
+    return HoldoutConfig(a.holdout_runs, p0, round(1 - a.holdout_confidence, 12))
+
+
+def _backend_options(a: ReduceArgs) -> dict[str, Any]:
+    if a.backend == "docker":
+        return {
+            "image": a.image,
+            "network": a.network,
+            "memory": a.memory,
+            "cpus": a.cpus,
+            "pids_limit": a.pids_limit,
+            "user": a.user,
+            "fresh_container": a.fresh_container,
+            "pull": a.pull,
+            "transport": None if a.docker_transport == "auto" else a.docker_transport,
+        }
+    docker_only = (a.image, a.memory, a.cpus, a.pids_limit, a.user)
+    if any(v is not None for v in docker_only) or a.fresh_container or a.pull:
+        raise UsageError(
+            "--image/--memory/--cpus/--pids-limit/--user/--fresh-container/--pull need "
+            "--backend docker"
+        )
+    return {}

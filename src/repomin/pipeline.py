@@ -1,0 +1,323 @@
+"""The stages of one reduction, each a function of small frozen records.
+
+Owns the order and the hand-offs of a reduction::
+
+    select ─▶ Selected ─▶ baseline ─▶ Baselined ─▶ trace ─▶ TraceResult ─▶ search ─▶
+    ReductionResult ─▶ validate ─▶ FinalRuns ─▶ export ─▶ Fingerprint ─▶ certify ─▶ holdout
+    record ─▶ report ─▶ report dict
+
+Every stage takes the :class:`Context` (the collaborators: options, runner, oracle, ledger,
+progress, stop flag) and the records of earlier stages, and returns its own record; events
+and the ``execution`` block are built by :mod:`repomin.report.execution`. ``app.execute``
+strings the stages together; tests may call them one by one.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from repomin.accounting import Ledger
+from repomin.errors import Interrupted, ReproMinError
+from repomin.export import check_output_location, export_payload
+from repomin.fingerprint import Fingerprint
+from repomin.holdout import not_requested, run_holdout
+from repomin.options import ReduceOptions
+from repomin.oracle import Oracle, StopSearch
+from repomin.passes import REGISTRY, Pass
+from repomin.passes.semantic import SemanticReduce
+from repomin.passes.refs import RefsCut
+from repomin.passes.trace import TraceCut
+from repomin.progress import Progress
+from repomin.reducer import Mutation, Reduction, ReductionResult, run_passes
+from repomin.report import execution as rx
+from repomin.report.build import ReportInputs, build_report
+from repomin.runners.base import Runner
+from repomin.selection import Selection, SelectionOptions, select
+from repomin.semantic import SemanticClient, describe_spec, failure_context, no_provenance
+from repomin.session import Session, StoredBaseline
+from repomin.trace import TraceResult, disabled, trace_opened_files
+from repomin.tree import Tree
+from repomin.verdict import Baseline
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """The collaborators of one reduction (built once by ``app.execute``)."""
+
+    options: ReduceOptions
+    runner: Runner
+    oracle: Oracle
+    ledger: Ledger
+    progress: Progress
+    stop: threading.Event
+    session_root: Path
+    started: float
+
+
+@dataclass(frozen=True, slots=True)
+class Selected:
+    selection: Selection
+    source: Tree
+    session_config: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Baselined:
+    baseline: Baseline
+    session: Session | None
+    initial: Tree  # where the search starts (the journal's latest tree on resume)
+
+
+# -- select -----------------------------------------------------------------------------------
+
+
+def select_stage(options: ReduceOptions) -> Selected:
+    check_output_location(options.src, options.output, force=options.force)
+    selection = select(options.src, options.selection)
+    return Selected(selection, selection.tree, options.session_config(selection.tree.digest))
+
+
+def open_session(options: ReduceOptions, selected: Selected, root: Path) -> Session | None:
+    """The session of this reduction; created before the baseline so that an interrupted
+    baseline can be resumed (``app.execute`` removes a new session that never got a baseline
+    when the reduction fails for any other reason)."""
+    if not options.use_session:
+        if options.resume:
+            from repomin.errors import UsageError
+
+            raise UsageError("--resume needs a session; drop --no-session")
+        return None
+    if options.resume:
+        return Session.open(root, selected.session_config)
+    return Session.create(root, selected.session_config)  # raises with the fix if one exists
+
+
+# -- baseline ---------------------------------------------------------------------------------
+
+
+def baseline_stage(ctx: Context, selected: Selected, session: Session | None) -> Baselined:
+    """Run (or restore) the baseline, learn the policy, restore a resumed session's state."""
+    oracle, source = ctx.oracle, selected.source
+    ctx.progress.update(
+        phase="baseline", files=source.file_count, bytes=source.byte_count, jobs=ctx.options.jobs
+    )
+    t0 = time.monotonic()
+    stored = session.load_baseline() if session is not None else None
+    if stored is not None:
+        oracle.restore(stored.policy, stored.signature)
+        baseline = stored.baseline
+    else:
+        baseline = _run_baseline(ctx, source, session)
+    rx.baseline_event(
+        ctx.ledger, baseline, oracle.policy, source, time.monotonic() - t0, stored is not None
+    )
+    initial = source
+    if session is not None and ctx.options.resume:
+        oracle.cache.update(session.verdicts())
+        initial = session.latest_tree(source)
+        ctx.ledger.mark_partial()
+        rx.session_event(ctx.ledger, len(session.journal()), len(oracle.cache), initial)
+    if session is not None:
+        oracle.attach(replace(oracle.hooks, on_verdict=session.record_verdict))
+    ctx.progress.message(
+        f"baseline {baseline.passes}/{baseline.runs}, lower bound {baseline.lower:.3f}; "
+        f"sampling policy {oracle.policy.mode.value}"
+    )
+    return Baselined(baseline, session, initial)
+
+
+def _run_baseline(ctx: Context, source: Tree, session: Session | None) -> Baseline:
+    resumable = " (the session is kept: rerun with --resume)" if session is not None else ""
+    try:
+        baseline = ctx.oracle.run_baseline(source)
+    except StopSearch:
+        raise Interrupted(
+            f"interrupted during the baseline; nothing was written{resumable}"
+        ) from None
+    if ctx.stop.is_set():
+        raise Interrupted(f"interrupted during the baseline; nothing was written{resumable}")
+    if session is not None:
+        policy, signature = ctx.oracle.policy, ctx.oracle.contract.signature
+        session.save_baseline(StoredBaseline(baseline, policy, signature))
+    return baseline
+
+
+# -- trace ------------------------------------------------------------------------------------
+
+
+def trace_stage(ctx: Context, tree: Tree) -> TraceResult:
+    """One traced run of the command for the trace-guided cut (see ``repomin.trace``)."""
+    options = ctx.options
+    if "trace" not in options.schedule:
+        return disabled()
+    ctx.progress.update(phase="trace")
+    request = ctx.oracle.request
+    result = trace_opened_files(
+        ctx.runner,
+        tree,
+        request.command,
+        request.env,
+        request.timeout,
+        reproduces=ctx.oracle.contract.reproduces,
+    )
+    rx.trace_event(ctx.ledger, result, tree)
+    return result
+
+
+# -- search -----------------------------------------------------------------------------------
+
+
+def search_stage(
+    ctx: Context, baselined: Baselined, trace: TraceResult, protected: Callable[[str], bool]
+) -> ReductionResult:
+    """Run the pass schedule to a fixpoint (or until the budget or an interrupt stops it)."""
+    options, session = ctx.options, baselined.session
+    reduction = Reduction(
+        initial=baselined.initial,
+        oracle=ctx.oracle,
+        ledger=ctx.ledger,
+        jobs=options.jobs,
+        protected=protected,
+        on_accept=lambda m: _on_accept(ctx, session, m),
+    )
+    for name in options.schedule:
+        ctx.ledger.phase(name)
+    result = run_passes(reduction, options.schedule, passes=_passes(options, trace))
+    if result.stop_reason == "interrupted" and not options.export_on_interrupt:
+        hint = f" --resume --session {ctx.session_root}" if session is not None else ""
+        raise Interrupted(
+            "interrupted; nothing was exported (the source tree is untouched); rerun "
+            f"the same command with{hint or ' --export-on-interrupt next time'} to continue"
+        )
+    return result
+
+
+def _on_accept(ctx: Context, session: Session | None, m: Mutation) -> None:
+    if session is not None:
+        session.record_mutation(m.phase, m.description, m.tree)
+    ctx.progress.update(
+        phase=m.phase,
+        files=m.tree.file_count,
+        bytes=m.tree.byte_count,
+        accepted=ctx.ledger.accepted,
+        rate=m.verdict.passes / m.verdict.runs,
+        bound=m.verdict.evidence().get("lower_bound"),
+    )
+    ctx.progress.message(
+        f"{m.phase}: {m.description} -> {m.tree.file_count} files, {m.tree.byte_count} B"
+    )
+
+
+def _passes(options: ReduceOptions, trace: TraceResult) -> dict[str, Pass]:
+    """Pass instances; the trace cut and the semantic pass get their inputs here."""
+    instances: dict[str, Pass] = {name: REGISTRY[name]() for name in options.schedule}
+    if "trace" in instances:
+        instances["trace"] = TraceCut(trace)
+    if "refs" in instances:
+        instances["refs"] = RefsCut(options.command)
+    if "semantic" in instances and options.semantic is not None:
+        context = failure_context(options.command, describe_spec(options.spec))
+        instances["semantic"] = SemanticReduce(SemanticClient(options.semantic), context)
+    return instances
+
+
+# -- validate, export, certify ----------------------------------------------------------------
+
+
+def validate_stage(ctx: Context, searched: ReductionResult) -> rx.FinalRuns:
+    """Fixed-size final runs of the accepted tree (none after an interrupt)."""
+    best = searched.tree
+    ctx.progress.update(phase="final validation", files=best.file_count, bytes=best.byte_count)
+    t0 = time.monotonic()
+    interrupted = searched.stop_reason == "interrupted"
+    planned = 0 if interrupted else ctx.oracle.planned_final_runs()
+    passes, runs, exit_code = ctx.oracle.final_validation(best, planned)
+    final = rx.FinalRuns(
+        passes,
+        runs,
+        exit_code,
+        ctx.oracle.final_passes_test(passes, runs),
+        time.monotonic() - t0,
+    )
+    rx.final_event(ctx.ledger, final, best)
+    return final
+
+
+def export_stage(ctx: Context, tree: Tree) -> Fingerprint:
+    fp = export_payload(tree, ctx.options.output)
+    rx.export_event(ctx.ledger, fp.files, fp.bytes)
+    return fp
+
+
+def certify_stage(ctx: Context, searched: ReductionResult, fp: Fingerprint) -> dict[str, Any]:
+    """Holdout on the payload as read back from disk (byte-identical to the accepted tree)."""
+    options = ctx.options
+    if options.holdout is None or searched.stop_reason == "interrupted":
+        return not_requested()
+    ctx.progress.update(phase="holdout")
+    exported = select(options.output, SelectionOptions(ignored_names=(), use_gitignore=False)).tree
+    if exported.digest != searched.tree.digest:
+        raise ReproMinError("internal error: the exported payload differs from the accepted tree")
+    t0 = time.monotonic()
+    oracle = ctx.oracle
+    record = run_holdout(
+        tree=exported,
+        config=options.holdout,
+        sample=lambda tree, label: oracle.sample(tree, label, phase=None, budgeted=False),
+        contract=oracle.contract,
+        artifact=fp,
+        jobs=options.jobs,
+        stop=ctx.stop,
+    )
+    rx.holdout_event(ctx.ledger, record, time.monotonic() - t0)
+    return record
+
+
+# -- report -----------------------------------------------------------------------------------
+
+
+def report_stage(
+    ctx: Context,
+    selected: Selected,
+    baselined: Baselined,
+    trace: TraceResult,
+    searched: ReductionResult,
+    final: rx.FinalRuns,
+    fp: Fingerprint,
+    holdout: dict[str, Any],
+) -> dict[str, Any]:
+    options = ctx.options
+    execution = rx.execution_block(
+        rx.ExecutionInputs(
+            options=options,
+            backend=ctx.runner.describe(),
+            selection=selected.selection,
+            baseline=baselined.baseline,
+            policy=ctx.oracle.policy,
+            ledger=ctx.ledger,
+            stop_reason=searched.stop_reason,
+            trace_method=trace.method,
+            final=final,
+            semantic=options.semantic.provenance() if options.semantic else no_provenance(),
+            wall_time=time.monotonic() - ctx.started,
+        )
+    )
+    return build_report(
+        ReportInputs(
+            command=options.command,
+            contract=ctx.oracle.contract,
+            baseline_exit_code=baselined.baseline.exit_code,
+            final_exit_code=final.exit_code,
+            source_files=selected.source.file_count,
+            source_bytes=selected.source.byte_count,
+            output=fp,
+            ledger=ctx.ledger,
+            execution=execution,
+            holdout=holdout,
+        )
+    )

@@ -1,0 +1,263 @@
+"""Sampling: the user's knobs (:class:`SamplingConfig`) and the policy learnt from them once.
+
+Owns :class:`Sampling` (the policy names, an enum), :class:`SamplingConfig` (what the user asked
+for) and :class:`SamplingPolicy` (frozen): learnt once from the baseline, it carries the
+candidate threshold θ, the design parameters (failure budget, screen, cap), the family counter,
+the race/sample widths for a given ``jobs`` and the holdout's default p0. Changing anything
+(taking a family index, escalating from ``single`` to ``strict``) returns a *new* policy; the
+oracle swaps its policy under its lock, and the session stores ``to_json()`` so a resumed search
+decides with the same parameters. The statistics are described in ``docs/statistics.md``.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from repomin import stats
+from repomin.errors import SessionError, UsageError
+
+
+class Sampling(enum.StrEnum):
+    """``--sampling``: ``auto`` is resolved at the baseline into one of the other three."""
+
+    AUTO = "auto"
+    SINGLE = "single"
+    FAST = "fast"
+    STRICT = "strict"
+
+
+SAMPLING_MODES = tuple(m.value for m in Sampling)
+#: Family index and power at which the failure budget is sized. A budget sized for index 1
+#: loses power as indexes grow; every rejected-but-alive candidate then consumes an index and
+#: lowers the power further (measured: 13,572 runs instead of 930 on the same flaky case).
+POWER_INDEX = 50
+POWER = 0.95
+FAILURE_BUDGETS = (2, 3, 4, 6, 8, 12, 16, 24, 32)
+#: Version of :meth:`SamplingPolicy.to_json` records (sessions refuse other versions).
+POLICY_RECORD = 1
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingConfig:
+    """What the user asked for (validated here, once)."""
+
+    confidence: float = 0.95
+    baseline_runs: int = 20
+    candidate_runs: int = 100
+    final_runs: int | None = None  # None: 10 for deterministic baselines, 50 for flaky
+    min_baseline_rate: float = 0.1
+    min_candidate_rate: float | None = None
+    mode: Sampling = Sampling.AUTO
+    spending: str = "basel"
+    failure_budget: int | None = None
+    incumbent_check_every: int = 8
+
+    def __post_init__(self) -> None:
+        if not 0.5 <= self.confidence < 1:
+            raise UsageError(f"--confidence {self.confidence} must be in [0.5, 1); e.g. 0.95")
+        if self.baseline_runs < 1 or self.candidate_runs < 1 or (self.final_runs or 0) < 0:
+            raise UsageError("--baseline-runs and --candidate-runs must be >= 1, --final-runs >= 0")
+        if not 0 <= self.min_baseline_rate < 1:
+            raise UsageError(f"--min-baseline-rate {self.min_baseline_rate} must be in [0, 1)")
+        if self.min_candidate_rate is not None and not 0 < self.min_candidate_rate < 1:
+            raise UsageError(f"--min-candidate-rate {self.min_candidate_rate} must be in (0, 1)")
+        if self.mode not in SAMPLING_MODES:
+            raise UsageError(f"--sampling {self.mode!r} must be one of {', '.join(SAMPLING_MODES)}")
+        object.__setattr__(self, "mode", Sampling(self.mode))
+
+    @property
+    def alpha(self) -> float:
+        return 1.0 - self.confidence
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingPolicy:
+    """How the oracle decides one candidate; learnt once from the baseline (see module doc)."""
+
+    mode: Sampling  # never AUTO
+    requested: Sampling
+    theta: float
+    confidence: float
+    spending: str
+    failure_budget: int | None
+    screen_runs: int
+    deterministic: bool
+    candidate_runs: int
+    holdout_p0: float
+    family: int = 0  # family indexes taken so far
+    switches: int = 0  # single -> strict escalations
+
+    # -- learning ----------------------------------------------------------------------------
+
+    @classmethod
+    def learn(cls, config: SamplingConfig, passes: int, runs: int, lower: float) -> SamplingPolicy:
+        """The policy for a baseline of ``passes``/``runs`` with lower bound ``lower``."""
+        deterministic = passes == runs
+        if config.mode is Sampling.AUTO:
+            mode = Sampling.SINGLE if deterministic else Sampling.STRICT
+        else:
+            mode = config.mode
+        policy = cls(
+            mode=mode,
+            requested=config.mode,
+            theta=config.min_candidate_rate or max(lower / 2, 1e-3),
+            confidence=config.confidence,
+            spending=config.spending,
+            failure_budget=0,
+            screen_runs=1,
+            deterministic=deterministic,
+            candidate_runs=config.candidate_runs,
+            holdout_p0=config.min_candidate_rate or 0.5,
+        )
+        rate = passes / runs
+        budget = policy._failure_budget(config.failure_budget, rate)
+        policy = replace(policy, failure_budget=budget)
+        return replace(policy, screen_runs=policy._screen_runs(rate))
+
+    def _failure_budget(self, configured: int | None, rate: float) -> int | None:
+        """Zero for deterministic failures (or the configured F). For flaky ones the smallest F
+        whose conditional acceptance probability is >= POWER at family index POWER_INDEX for a
+        candidate slightly worse than the baseline (0.9 x its rate); ``None`` (curtailment only,
+        the most powerful design for the cap) when no budget reaches that power."""
+        if self.deterministic:
+            return 0
+        if configured is not None:
+            return configured
+        alpha = self.alpha_for(POWER_INDEX)
+        for f in FAILURE_BUDGETS:
+            if self._design(alpha, f).acceptance_probability(0.9 * rate) >= POWER:
+                return f
+        return None
+
+    def _screen_runs(self, rate: float) -> int:
+        """Runs of the screening super-run: enough that a candidate as good as the baseline
+        passes the screen with probability >= 0.9 (amplification, docs/statistics.md), <= 8."""
+        if self.deterministic or self.mode is Sampling.SINGLE:
+            return 1
+        return max(1, min(8, math.ceil(math.log(0.1) / math.log(1.0 - rate))))
+
+    # -- designs -----------------------------------------------------------------------------
+
+    @property
+    def alpha(self) -> float:
+        return 1.0 - self.confidence
+
+    @property
+    def family_wise(self) -> bool:
+        """Does each candidate spend a share of α (``strict``)?"""
+        return self.mode is Sampling.STRICT
+
+    @property
+    def single(self) -> bool:
+        return self.mode is Sampling.SINGLE
+
+    @property
+    def flaky(self) -> bool:
+        """Rejections are evidence, not proof: the failure does not reproduce every time."""
+        return not self.single and self.failure_budget != 0
+
+    @property
+    def screen_limit(self) -> int:
+        return 1 if self.single else self.screen_runs
+
+    def alpha_for(self, index: int) -> float:
+        if self.family_wise:
+            return stats.spend_alpha(self.alpha, index, self.spending)
+        return self.alpha
+
+    def design_for(self, index: int) -> tuple[float, stats.SequentialDesign]:
+        alpha = self.alpha_for(index)
+        return alpha, self._design(alpha, self.failure_budget)
+
+    def _design(self, alpha: float, f: int | None) -> stats.SequentialDesign:
+        if f == 0:
+            return stats.zero_failure_design(self.theta, alpha, True)
+        # The cap must leave room for an all-pass path to reach size <= alpha at deep indexes.
+        cap = max(self.candidate_runs, stats.zero_failure_runs(self.theta, alpha) + 1 + (f or 0))
+        return stats.design(self.theta, alpha, cap, f, True)
+
+    def take_index(self) -> tuple[int, SamplingPolicy]:
+        """The next family index and the policy that has spent it."""
+        index = self.family + 1
+        return index, replace(self, family=index)
+
+    # -- concurrency -------------------------------------------------------------------------
+
+    def race_width(self, jobs: int) -> int:
+        """Candidates in flight: single-run candidates race; flaky ones go one at a time."""
+        return max(1, jobs) if self.single else 1
+
+    def sample_width(self, jobs: int) -> int:
+        """Samples of one candidate in flight (a flaky candidate needs many runs)."""
+        return 1 if self.single else max(1, jobs)
+
+    # -- changes -----------------------------------------------------------------------------
+
+    def escalate(self, config: SamplingConfig) -> SamplingPolicy:
+        """Single-run mode's inconsistency: strict from now on (θ halved, failure budget 2)."""
+        return replace(
+            self,
+            mode=Sampling.STRICT,
+            theta=config.min_candidate_rate or 0.5 * self.theta,
+            failure_budget=config.failure_budget or 2,
+            switches=self.switches + 1,
+        )
+
+    # -- final validation --------------------------------------------------------------------
+
+    def final_runs(self, configured: int | None) -> int:
+        """``--final-runs``, or by default 10 (deterministic) / 50 (flaky: power >= 0.98 for the
+        exact test of p > theta when a lucky baseline put theta at half of 0.66 and p = 0.6)."""
+        if configured is not None:
+            return configured
+        return 10 if self.deterministic else 50
+
+    def final_passed(self, passes: int, runs: int) -> bool:
+        """Does the final sample support ``p > theta`` at the configured confidence?"""
+        if runs == 0:
+            return True
+        return stats.binom_pvalue(passes, runs, self.theta) <= self.alpha
+
+    # -- records -----------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "record": POLICY_RECORD,
+            "mode": self.mode.value,
+            "requested": self.requested.value,
+            "theta": self.theta,
+            "confidence": self.confidence,
+            "spending": self.spending,
+            "failure_budget": self.failure_budget,
+            "screen_runs": self.screen_runs,
+            "deterministic": self.deterministic,
+            "candidate_runs": self.candidate_runs,
+            "holdout_p0": self.holdout_p0,
+            "family": self.family,
+            "switches": self.switches,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SamplingPolicy:
+        if data.get("record") != POLICY_RECORD:
+            raise SessionError(
+                f"session policy record {data.get('record')!r} is not version {POLICY_RECORD}; "
+                "start a new session"
+            )
+        return cls(
+            mode=Sampling(data["mode"]),
+            requested=Sampling(data["requested"]),
+            theta=float(data["theta"]),
+            confidence=float(data["confidence"]),
+            spending=str(data["spending"]),
+            failure_budget=data["failure_budget"],
+            screen_runs=int(data["screen_runs"]),
+            deterministic=bool(data["deterministic"]),
+            candidate_runs=int(data["candidate_runs"]),
+            holdout_p0=float(data["holdout_p0"]),
+            family=int(data["family"]),
+            switches=int(data["switches"]),
+        )

@@ -1,0 +1,189 @@
+"""The report's ``execution`` block and the pipeline's events, built from typed inputs.
+
+Owns the mapping from what a reduction did (options, the learnt policy, the baseline, the
+stages' records, the ledger's totals) to the report's ``execution`` fields and to the
+``baseline``, ``session``, ``trace``, ``final``, ``export`` and ``holdout`` events. The pipeline
+hands in frozen records; nothing here runs anything. Field meanings: ``docs/report-schema.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from repomin.accounting import Ledger
+from repomin.policy import SamplingPolicy
+from repomin.report.build import environment_digest
+from repomin.runners.host import IMPLICIT_ENVIRONMENT
+from repomin.selection import Selection
+from repomin.tree import Tree
+from repomin.verdict import Baseline
+
+if TYPE_CHECKING:
+    from repomin.options import ReduceOptions
+    from repomin.trace import TraceResult
+
+
+@dataclass(frozen=True, slots=True)
+class FinalRuns:
+    """The validate stage's record: fixed-size final runs of the accepted tree."""
+
+    passes: int
+    runs: int
+    exit_code: int | None
+    passed: bool
+    duration: float
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionInputs:
+    options: ReduceOptions
+    backend: Mapping[str, Any]
+    selection: Selection
+    baseline: Baseline
+    policy: SamplingPolicy
+    ledger: Ledger
+    stop_reason: str
+    trace_method: str
+    final: FinalRuns
+    semantic: Mapping[str, Any]
+    wall_time: float
+
+
+def execution_block(i: ExecutionInputs) -> dict[str, Any]:
+    o, policy, ledger = i.options, i.policy, i.ledger
+    return {
+        **i.backend,
+        "jobs": o.jobs,
+        "cache_enabled": o.use_cache,
+        "resumed": o.resume,
+        "baseline_runs": i.baseline.runs,
+        "baseline_passes": i.baseline.passes,
+        "candidate_runs": ledger.candidate_runs,
+        "candidate_passes": ledger.candidate_passes,
+        "candidate_runs_cap": o.sampling.candidate_runs,
+        "confidence": o.sampling.confidence,
+        "min_baseline_rate": o.sampling.min_baseline_rate,
+        "min_candidate_rate": policy.theta,
+        "sampling_policy": policy.mode.value,
+        "sampling_policy_requested": o.sampling.mode.value,
+        "sampling_policy_switches": policy.switches,
+        "family_spending": o.sampling.spending,
+        "failure_budget": policy.failure_budget,
+        "baseline_policy": "fixed-n-clopper-pearson-v1",
+        "final_policy": "fixed-n-exact-binomial-v1",
+        "reduction_strategy": o.reduction_strategy,
+        "ignored_names": list(o.selection.ignored_names),
+        "ignored_paths": list(o.selection.ignored_paths),
+        "gitignore_enabled": o.selection.use_gitignore,
+        "gitignore_files": list(i.selection.gitignore_files),
+        "keep_paths": list(o.selection.keep_paths),
+        "text_files": i.selection.text_files,
+        "environment_names": sorted(o.env),
+        "environment_sha256": environment_digest(o.env),
+        "inherited_environment_names": list(IMPLICIT_ENVIRONMENT),
+        "timeout_seconds": o.timeout,
+        "working_directory": "tree_root",
+        **i.semantic,
+        "budget_exhausted": i.stop_reason in ("max_runs", "max_time"),
+        "max_runs": o.budget.max_runs,
+        "max_time_seconds": o.budget.max_seconds,
+        "stop_reason": i.stop_reason,
+        "oracle_samples": ledger.samples,
+        "holdout_requested_runs": o.holdout.runs if o.holdout else None,
+        "trace": i.trace_method,
+        "final_runs": i.final.runs,
+        "final_passes": i.final.passes,
+        "final_validation_passed": i.final.passed,
+        "wall_time_seconds": round(i.wall_time, 6),
+    }
+
+
+# -- events -----------------------------------------------------------------------------------
+
+
+def baseline_event(
+    ledger: Ledger,
+    baseline: Baseline,
+    policy: SamplingPolicy,
+    source: Tree,
+    duration: float,
+    restored: bool,
+) -> None:
+    note = " (restored from the session)" if restored else ""
+    ledger.event(
+        "baseline",
+        f"baseline{note}: {baseline.passes}/{baseline.runs} runs reproduced; policy "
+        f"{policy.mode.value}, candidate threshold {policy.theta:.4f}",
+        decision="passed",
+        duration_seconds=round(duration, 6),
+        files=source.file_count,
+        bytes=source.byte_count,
+        oracle_passes=baseline.passes,
+        oracle_runs=baseline.runs,
+        oracle_rate=baseline.rate,
+        lower_bound=baseline.lower,
+        upper_bound=baseline.upper,
+        bound_confidence=policy.confidence,
+        sampling_policy="fixed",
+    )
+
+
+def session_event(ledger: Ledger, mutations: int, decided: int, initial: Tree) -> None:
+    ledger.event(
+        "session",
+        f"resumed session: {mutations} accepted mutations and {decided} decided trees restored",
+        decision="info",
+        files=initial.file_count,
+        bytes=initial.byte_count,
+    )
+
+
+def trace_event(ledger: Ledger, result: TraceResult, tree: Tree) -> None:
+    verdict = ""
+    if result.usable and result.reproduced is not None:
+        verdict = "; it " + ("reproduced" if result.reproduced else "did not reproduce")
+        verdict += " the failure"
+    ledger.event(
+        "trace",
+        f"traced run: {result.reason}{verdict}",
+        decision="info",
+        duration_seconds=round(result.duration, 6),
+        files=tree.file_count,
+        bytes=tree.byte_count,
+    )
+
+
+def final_event(ledger: Ledger, final: FinalRuns, tree: Tree) -> None:
+    ledger.event(
+        "final",
+        f"final validation: {final.passes}/{final.runs} runs reproduced",
+        decision="passed" if final.passed else "failed",
+        duration_seconds=round(final.duration, 6),
+        files=tree.file_count,
+        bytes=tree.byte_count,
+        oracle_passes=final.passes,
+        oracle_runs=final.runs,
+        oracle_rate=final.passes / final.runs if final.runs else None,
+        sampling_policy="fixed",
+    )
+
+
+def export_event(ledger: Ledger, files: int, bytes_: int) -> None:
+    ledger.event("export", "payload exported", decision="info", files=files, bytes=bytes_)
+
+
+def holdout_event(ledger: Ledger, record: Mapping[str, Any], duration: float) -> None:
+    completed = record["completed_runs"]
+    ledger.event(
+        "holdout",
+        f"holdout: {record['passes']}/{completed} of {record['planned_runs']} "
+        f"planned runs reproduced; status {record['status']}",
+        decision={"certified": "certified", "rejected": "failed"}.get(record["status"], "aborted"),
+        duration_seconds=round(duration, 6),
+        oracle_passes=record["passes"],
+        oracle_runs=completed,
+        oracle_rate=record["passes"] / completed if completed else None,
+        sampling_policy="fixed",
+    )
