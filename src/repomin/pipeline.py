@@ -29,8 +29,8 @@ from repomin.holdout import not_requested, run_holdout
 from repomin.options import ReduceOptions
 from repomin.oracle import Oracle, StopSearch
 from repomin.passes import REGISTRY, Pass
-from repomin.passes.semantic import SemanticReduce
 from repomin.passes.refs import RefsCut
+from repomin.passes.semantic import SemanticReduce
 from repomin.passes.trace import TraceCut
 from repomin.progress import Progress
 from repomin.reducer import Mutation, Reduction, ReductionResult, run_passes
