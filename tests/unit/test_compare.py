@@ -18,13 +18,12 @@ from repomin.report.compare import (
     MAX_EXACT_DELTA,
     MAX_REPORTS,
     NUMERIC_FIELDS,
-    PAIR_RULES,
     RUN_FIELDS,
-    WARNING_CODES,
     build_comparison,
     check_labels,
     private_digest,
 )
+from repomin.report.compare_rules import PAIR_RULES, WARNING_CODES
 from repomin.report.validate import validate_report
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "reports"

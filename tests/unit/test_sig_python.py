@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from repomin.errors import SignatureError
 from repomin.failure.contract import FailureContract, FailureSpec, signature_mode_for
 from repomin.failure.normalise import Normaliser
-from repomin.failure.python_exc import FRAMES_COMPARED, PythonExceptionMode, parse_exceptions
+from repomin.failure.python_exc import FRAMES_COMPARED, PythonExceptionMode
+from repomin.failure.python_parse import parse_exceptions
 from repomin.failure.signatures import SIGNATURE_MODES
 from repomin.runners.base import Outcome
 

@@ -4,7 +4,8 @@
 returns ``comparison_schema_version`` 1 with ``descriptive_only: true``. Each run is a snapshot
 of exactly :data:`RUN_FIELDS`; each delta is *next minus previous* over :data:`NUMERIC_FIELDS`
 plus the :data:`CATEGORICAL_FIELDS` that changed; each context warning names a change (from
-:data:`WARNING_CODES`) that makes two snapshots harder to compare directly.
+:data:`~repomin.report.compare_rules.WARNING_CODES`) that makes two snapshots harder to compare
+directly (the rules live in :mod:`repomin.report.compare_rules`).
 
 Privacy: commands, match expressions, signatures, environment names and digests, paths,
 Docker image references and IDs, semantic endpoints and models are *private*. They are
@@ -19,12 +20,18 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
 from repomin.errors import UsageError
+from repomin.report.compare_rules import (
+    PAIR_RULES,
+    RUN_WARNINGS,
+    execution_of,
+    holdout_of,
+    mapping_of,
+)
 from repomin.report.summary import BACKENDS, HOLDOUT_STATUSES, oracle_mode, safe_version
 
 COMPARISON_SCHEMA_VERSION = 1
@@ -94,196 +101,6 @@ CATEGORICAL_FIELDS: tuple[str, ...] = (
 # -- context: what each warning compares ----------------------------------------------------
 
 
-def _execution(report: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _mapping(report.get("execution"))
-
-
-def _holdout(report: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _mapping(report.get("holdout_certification"))
-
-
-def _fields(*names: str) -> Callable[[Mapping[str, Any]], Any]:
-    """The named ``execution`` fields (absent fields compare as absent, not as null)."""
-
-    def pick(report: Mapping[str, Any]) -> Any:
-        ex = _execution(report)
-        return {name: ex[name] for name in names if name in ex}
-
-    return pick
-
-
-def _docker_context(report: Mapping[str, Any]) -> Any:
-    ex = _execution(report)
-    return {k: v for k, v in ex.items() if k.startswith("docker_")}
-
-
-def _oracle_identity(report: Mapping[str, Any]) -> Any:
-    return {
-        "command": report.get("command"),
-        "failure_match": report.get("failure_match"),
-        "failure_spec": report.get("failure_spec"),
-        "signatures": {
-            key: report[key]
-            for key in (
-                "java_exception_signature",
-                "python_exception_signature",
-                "process_failure_signature",
-            )
-            if key in report
-        },
-    }
-
-
-def _source_size(report: Mapping[str, Any]) -> Any:
-    source = _mapping(report.get("source"))
-    return [source.get("files"), source.get("bytes")]
-
-
-def _holdout_controls(report: Mapping[str, Any]) -> Any:
-    hold = _holdout(report)
-    controls = {
-        k: hold[k] for k in ("planned_runs", "min_rate", "alpha", "confidence", "jobs") if k in hold
-    }
-    ex = _execution(report)
-    if "holdout_requested_runs" in ex:
-        controls["requested_runs"] = ex["holdout_requested_runs"]
-    return controls
-
-
-def _holdout_policy(report: Mapping[str, Any]) -> Any:
-    hold = _holdout(report)
-    return [hold.get("policy"), hold.get("schema_version")]
-
-
-def _phase_names(report: Mapping[str, Any]) -> Any:
-    stats = _mapping(report.get("phase_statistics"))
-    phases = stats.get("phases")
-    if not isinstance(phases, list):
-        return None
-    return [p.get("name") if isinstance(p, Mapping) else None for p in phases]
-
-
-@dataclass(frozen=True, slots=True)
-class ContextRule:
-    """One pairwise warning: ``code`` when ``extract`` differs between adjacent reports."""
-
-    code: str
-    message: str
-    extract: Callable[[Mapping[str, Any]], Any]
-
-
-#: Pairwise rules, in the order their warnings are emitted for each adjacent pair.
-PAIR_RULES: tuple[ContextRule, ...] = (
-    ContextRule(
-        "version_changed",
-        "the ReproMin version differs",
-        lambda r: safe_version(r.get("repomin_version")),
-    ),
-    ContextRule("source_size_changed", "the source tree differs in files or bytes", _source_size),
-    ContextRule(
-        "input_selection_changed",
-        "input selection or exclusion controls differ (ignores, .gitignore, kept paths)",
-        _fields(
-            "ignored_names",
-            "ignored_paths",
-            "gitignore_enabled",
-            "gitignore_files",
-            "keep_paths",
-        ),
-    ),
-    ContextRule("backend_changed", "the execution backend differs", _fields("backend")),
-    ContextRule("jobs_changed", "the maximum concurrency (jobs) differs", _fields("jobs")),
-    ContextRule("timeout_changed", "the per-run timeout differs", _fields("timeout_seconds")),
-    ContextRule(
-        "cache_changed",
-        "the content cache or session resume setting differs",
-        _fields("cache_enabled", "resumed"),
-    ),
-    ContextRule(
-        "budget_changed",
-        "the reduction budget (runs or time) differs",
-        _fields("max_runs", "max_time_seconds"),
-    ),
-    ContextRule(
-        "semantic_context_changed",
-        "the semantic reducer configuration differs",
-        _fields("semantic_reducer", "semantic_model", "semantic_endpoint", "semantic_timeout"),
-    ),
-    ContextRule(
-        "container_context_changed",
-        "the container image, identity or policy differs",
-        _docker_context,
-    ),
-    ContextRule(
-        "environment_changed",
-        "the explicit or inherited environment differs",
-        _fields("environment_names", "environment_sha256", "inherited_environment_names"),
-    ),
-    ContextRule(
-        "working_directory_changed",
-        "the working-directory context differs",
-        _fields("working_directory"),
-    ),
-    ContextRule("oracle_mode_changed", "the oracle mode differs", oracle_mode),
-    ContextRule(
-        "oracle_identity_changed",
-        "the oracle identity differs (command, match, exit code or signature)",
-        _oracle_identity,
-    ),
-    ContextRule(
-        "baseline_sampling_changed",
-        "the baseline sampling configuration differs",
-        _fields("baseline_runs", "min_baseline_rate", "baseline_policy", "confidence"),
-    ),
-    ContextRule(
-        "candidate_sampling_changed",
-        "the candidate sampling configuration differs",
-        _fields(
-            "candidate_runs_cap",
-            "min_candidate_rate",
-            "sampling_policy",
-            "sampling_policy_requested",
-            "candidate_design",
-            "family_spending",
-            "failure_budget",
-            "confidence",
-        ),
-    ),
-    ContextRule(
-        "final_validation_changed",
-        "the final validation configuration differs",
-        _fields("final_runs", "final_policy"),
-    ),
-    ContextRule(
-        "reduction_strategy_changed",
-        "the reduction strategy differs",
-        _fields("reduction_strategy", "trace"),
-    ),
-    ContextRule("holdout_controls_changed", "holdout controls differ", _holdout_controls),
-    ContextRule("holdout_policy_changed", "the holdout policy differs", _holdout_policy),
-    ContextRule(
-        "holdout_status_changed",
-        "the holdout status differs",
-        lambda r: _holdout(r).get("status"),
-    ),
-    ContextRule("phase_definitions_changed", "the phase list differs", _phase_names),
-    ContextRule(
-        "phase_coverage_changed",
-        "phase coverage differs",
-        lambda r: _mapping(r.get("phase_statistics")).get("coverage"),
-    ),
-)
-
-#: Per-run warnings, in emission order after the pairwise ones of the same run.
-RUN_WARNINGS: dict[str, str] = {
-    "version_unavailable": "the ReproMin version is missing or unusable",
-    "phase_coverage_partial": "phase coverage is partial (legacy or interrupted session)",
-    "ratio_unavailable": "a retention ratio is unavailable (zero or unsafe source count)",
-}
-
-WARNING_CODES: tuple[str, ...] = (*(r.code for r in PAIR_RULES), *RUN_WARNINGS)
-
-
 # -- the document ----------------------------------------------------------------------------
 
 
@@ -339,13 +156,13 @@ def build_comparison(
 
 def snapshot(report: Mapping[str, Any], index: int, label: str) -> dict[str, Any]:
     """Exactly :data:`RUN_FIELDS` of one report; unusable values become null."""
-    source = _mapping(report.get("source"))
-    output = _mapping(report.get("output"))
-    ex = _execution(report)
-    hold = _holdout(report)
+    source = mapping_of(report.get("source"))
+    output = mapping_of(report.get("output"))
+    ex = execution_of(report)
+    hold = holdout_of(report)
     src_files, src_bytes = _counter(source.get("files")), _counter(source.get("bytes"))
     out_files, out_bytes = _counter(output.get("files")), _counter(output.get("bytes"))
-    coverage = _mapping(report.get("phase_statistics")).get("coverage")
+    coverage = mapping_of(report.get("phase_statistics")).get("coverage")
     run = {
         "index": index,
         "label": label,
@@ -447,10 +264,6 @@ def _warning(code: str, message: str, runs: Sequence[Mapping[str, Any]]) -> dict
 
 def _run_warning(code: str, run: Mapping[str, Any]) -> dict[str, Any]:
     return _warning(code, RUN_WARNINGS[code], [run])
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _counter(value: Any) -> int | None:

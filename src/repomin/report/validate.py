@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from repomin.report.evidence_rules import check_events, check_holdout
+from repomin.report.evidence_rules import check_events
+from repomin.report.holdout_rules import check_holdout
 from repomin.report.io import SUPPORTED_SCHEMA_VERSIONS, structural_errors
 from repomin.report.payload import FingerprintMode, check_payload
 from repomin.report.rules import (
