@@ -237,3 +237,20 @@ def test_foreign_write_finder_finds_one(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", sorted(modules()))
 def test_no_write_into_another_modules_object(name: str) -> None:
     assert foreign_writes(name) == []
+
+
+def test_architecture_table_names_every_module() -> None:
+    text = (SRC.parent / "ARCHITECTURE.md").read_text("utf-8")
+    start = text.index("| module | owns |")
+    table = text[start : text.index("\n\n", start)]
+    named = {
+        cell.strip("`") for row in table.splitlines() for cell in row.split("|")[1].split(", ")
+    }
+    named = {n.strip().strip("`") for n in named}
+    top = {
+        f"{p.name}/" if p.is_dir() else p.name
+        for p in PACKAGE.iterdir()
+        if (p.is_dir() and (p / "__init__.py").exists())
+        or (p.suffix == ".py" and p.name not in ("__init__.py", "__main__.py"))
+    }
+    assert top - named == set()
