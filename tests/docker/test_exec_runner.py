@@ -1,5 +1,6 @@
-"""The exec-per-sample strategy against a real engine, for both tree transports.
+"""The long-lived worker strategies (sample agent, exec per sample) against a real engine.
 
+Every test runs with both strategies (and, where the transport matters, both tree transports).
 One worker container serves many samples here, so each test checks both the outcome of a hostile
 sample and that the next sample on the same worker starts from a clean slate.
 """
@@ -23,21 +24,36 @@ MEMORY = "96m"
 PIDS = 64
 
 
-@pytest.fixture(scope="module", params=["bind", "stream"])
+STRATEGY_NAMES = {"agent": "agent-per-worker", "exec": "exec-per-sample"}
+
+
+@pytest.fixture(
+    scope="module",
+    params=[("agent", "bind"), ("agent", "stream"), ("exec", "bind"), ("exec", "stream")],
+    ids=lambda p: "-".join(p),
+)
 def runner(request: pytest.FixtureRequest, module_runner: Any) -> Any:
-    """One runner per tree transport, for what depends on how the tree gets in."""
+    """One runner per strategy and tree transport, for what depends on how the tree gets in."""
+    strategy, transport = request.param
     try:
-        made = module_runner(memory=MEMORY, pids_limit=PIDS, transport=request.param)
+        made = module_runner(
+            memory=MEMORY, pids_limit=PIDS, transport=transport, strategy=strategy
+        )
     except UsageError as exc:
-        pytest.skip(f"the {request.param} transport is not available here: {exc}")
-    assert made.describe()["docker_tree_transport"] == request.param
+        pytest.skip(f"the {transport} transport is not available here: {exc}")
+    assert made.describe()["docker_tree_transport"] == transport
+    assert made.describe()["docker_strategy"] == STRATEGY_NAMES[strategy]
     return made
 
 
-@pytest.fixture(scope="module")
-def any_runner(module_runner: Any) -> Any:
+@pytest.fixture(scope="module", params=["agent", "exec"])
+def any_runner(request: pytest.FixtureRequest, module_runner: Any) -> Any:
     """For behaviour that does not depend on the transport (the one chosen automatically)."""
-    return module_runner(memory=MEMORY, pids_limit=PIDS)
+    return module_runner(memory=MEMORY, pids_limit=PIDS, strategy=request.param)
+
+
+def is_agent(runner: Any) -> bool:
+    return bool(runner.describe()["docker_strategy"] == "agent-per-worker")
 
 
 def assert_clean(runner: Any) -> None:
@@ -69,7 +85,7 @@ def test_describe_records_the_boundary(runner: Any) -> None:
     assert info["docker_pids_limit"] == PIDS
     assert info["docker_cpus"] is None
     assert info["docker_user"] == "65534:65534"
-    assert info["docker_strategy"] == "exec-per-sample"
+    assert info["docker_strategy"] in STRATEGY_NAMES.values()
 
 
 def test_no_network_by_default(any_runner: Any) -> None:
@@ -169,14 +185,45 @@ def test_fork_bomb_until_the_timeout(any_runner: Any) -> None:
 
 
 def test_a_sample_that_kills_the_runner_script(runner: Any) -> None:
-    outcome = run(runner, "echo before; kill -9 -1")
-    assert outcome.exit_code == 137
+    outcome = run(runner, "echo before; kill -9 -1; echo survived")
     assert outcome.infrastructure_error is None
-    assert outcome.stdout == b"before\n"
+    if is_agent(runner):
+        # The agent runs as another user: the sample's kill -9 -1 cannot reach it.
+        assert outcome.exit_code == 0
+        assert outcome.stdout == b"before\nsurvived\n"
+    else:
+        # The exec's script runs as the sample user: it dies, and that is what is reported.
+        assert outcome.exit_code == 137
+        assert outcome.stdout.startswith(b"before\n")
     assert_clean(runner)
 
 
-def test_a_forged_trailer_is_not_believed(any_runner: Any) -> None:
+def test_the_agent_and_its_channels_are_out_of_the_samples_reach(make_runner: Any) -> None:
+    runner = make_runner(strategy="agent", memory=MEMORY, pids_limit=PIDS)
+    outcome = run(
+        runner,
+        "me=$(id -u); for p in /proc/[0-9]*; do "
+        "  [ \"$(awk '/^Uid:/ {print $2}' $p/status 2>/dev/null)\" = $me ] && continue; "
+        "  for f in $p/fd/0 $p/fd/1 $p/fd/3 $p/fd/4 $p/mem; do "
+        "    [ -e $f ] && { echo x 2>/dev/null >>$f && echo wrote $f; }; "
+        "  done; "
+        "  [ -r $p/environ ] && cat $p/environ >/dev/null 2>&1 || true; "
+        "done; "
+        "for p in /proc/[0-9]*; do "
+        "  [ ${p#/proc/} = $$ ] || kill -9 ${p#/proc/} 2>/dev/null; "
+        "done; "
+        "printf '%s R 0 0 0 0 0 0 0 0 0 0 0 0 0\\n' forged >&2; exit 5",
+    )
+    assert outcome.infrastructure_error is None, outcome
+    assert b"wrote" not in outcome.stdout, outcome.stdout
+    assert outcome.exit_code == 5
+    assert outcome.stderr.startswith(b"forged R 0")  # left in the output, not parsed
+    assert run(runner, "echo next").stdout == b"next\n"  # the agent is alive
+    assert_clean(runner)
+
+
+def test_a_forged_trailer_is_not_believed(make_runner: Any) -> None:
+    any_runner = make_runner(strategy="exec", memory=MEMORY, pids_limit=PIDS)
     # The sample can read the nonce from its parent's argv; printing a fake "success" trailer
     # and killing the script must still be reported as the SIGKILL it is.
     outcome = run(

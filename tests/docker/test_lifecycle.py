@@ -137,17 +137,23 @@ def test_a_worker_removed_behind_its_back_is_replaced(make_runner: Any) -> None:
     assert second.extra["docker_container"] != first.extra["docker_container"]
 
 
+@pytest.mark.parametrize("strategy", ["agent", "exec"])
 def test_engine_errors_are_retried_then_reported_never_a_verdict(
-    make_runner: Any, monkeypatch: pytest.MonkeyPatch
+    make_runner: Any, monkeypatch: pytest.MonkeyPatch, strategy: str
 ) -> None:
-    runner = make_runner()
+    runner = make_runner(strategy=strategy)
     calls = []
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         calls.append(args)
         raise APIError("injected engine failure")
 
-    monkeypatch.setattr(runner.api, "exec_create", broken)
+    if strategy == "agent":
+        # No engine call per sample: the failure is in starting the worker for each attempt.
+        runner._recycle(runner._all_slots[0])
+        monkeypatch.setattr(runner.api, "create_container", broken)
+    else:
+        monkeypatch.setattr(runner.api, "exec_create", broken)
     outcome = run(runner, "true")
     assert outcome.exit_code is None
     assert outcome.infrastructure_error is not None

@@ -58,13 +58,22 @@ class Outcome:
 
 @runtime_checkable
 class Runner(Protocol):
-    """Executes samples. ``describe()`` returns the ``execution`` fields this backend owns."""
+    """Executes samples. ``describe()`` returns the ``execution`` fields this backend owns.
+
+    ``kill_all()`` stops every sample running now (Ctrl-C, SIGTERM, an exhausted budget); it
+    must be safe to call from a signal handler and while other threads are inside ``run``.
+    The caller stops first and must not count what those samples return as evidence (the
+    Docker runner marks them ``infrastructure_error="interrupted"``; the host runner returns
+    them killed by ``SIGKILL``). ``close()`` releases everything the runner holds, idempotently.
+    """
 
     backend: str
 
     def run(self, tree: Tree, request: RunRequest) -> Outcome: ...
 
     def describe(self) -> dict[str, Any]: ...
+
+    def kill_all(self) -> None: ...
 
     def close(self) -> None: ...
 

@@ -1,84 +1,64 @@
 """The Docker runner: each sample in a hardened container, one long-lived container per job slot.
 
-Default strategy ``exec-per-sample``: a pool of ``jobs`` worker containers (read-only root, no
-capabilities, no new privileges, numeric non-root user, no network unless asked, memory / CPU /
-pids limits, tmpfs scratch, no logs). Each sample is one ``docker exec`` of
-:data:`~repomin.runners.docker_script.SAMPLE_SCRIPT` over a fresh copy of the tree at ``/work``;
-the script reaps the previous sample's processes and wipes scratch space first. The deadline is
-kept by the client: at the timeout a second exec kills the sample's processes. OOM kills and
-hits of the pids limit are read from the container cgroup's event counters before and after the
-sample, so they are attributed to the right sample even though containers are reused.
+Strategies (``execution.docker_strategy``):
 
-``fresh_container=True`` (``container-per-sample``) throws the worker away after every sample;
-for an image without ``/bin/sh`` the command then runs as the container's own process (split
-with :func:`shlex.split`; its environment is then part of the container's configuration).
+- ``agent-per-worker`` (default): a pool of ``jobs`` worker containers, each running the sample
+  agent (:mod:`~repomin.runners.docker_agent_script`) fed over its attached stream -- no engine
+  API call per sample. The agent reaps, wipes, unpacks, runs the command as the sample user in
+  its own session with a watchdog, and reports exit status, cgroup OOM/pids counters, full
+  scratch filesystems and bounded output.
+- ``exec-per-sample``: the same pool with one ``docker exec`` per sample
+  (:mod:`~repomin.runners.docker_exec`); used when the image cannot switch users for the agent
+  (no ``nsenter``/``setpriv``) or when asked for (``strategy="exec"``).
+- ``container-per-sample`` (``fresh_container=True``, or automatically for an image without
+  ``/bin/sh``, with a notice): a new container for every sample
+  (:mod:`~repomin.runners.docker_direct` when there is no shell).
 
-Engine failures are never verdicts: they recycle the worker, are retried :data:`RETRIES` times
-and then come back as ``Outcome(exit_code=None, infrastructure_error=...)``. Every container and
-volume carries the session label and the owner's host and pid; :meth:`DockerRunner.close`
-removes them, a worker's keep-alive exits when the client dies (so even ``kill -9`` leaves
-nothing running), and :func:`reap_stale` removes what dead sessions left behind.
+Containers are hardened (read-only root, ``cap_drop=ALL``, ``no-new-privileges``, numeric
+non-root sample user, no network unless asked, private IPC, init) and limited by default
+(:mod:`~repomin.runners.docker_limits`: memory, pids, sized ``nosuid,nodev`` tmpfs for ``/tmp``,
+``/dev/shm`` and ``/work``). Engine failures are never verdicts: they recycle the worker, are
+retried :data:`RETRIES` times and then come back as ``Outcome(infrastructure_error=...)``, one
+readable line. Every container and volume carries the session label and the owner's host and
+pid; :meth:`DockerRunner.close` removes them, a worker exits when the client's connection
+closes (so even ``kill -9`` leaves nothing running), and :func:`reap_stale` removes what dead
+sessions left behind (host scratch directories of either backend included).
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import itertools
+import functools
 import logging
 import os
 import queue
-import secrets
-import shutil
-import threading
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from docker.errors import APIError, ImageNotFound, NotFound
-from docker.types import LogConfig, Mount
-from docker.utils import parse_repository_tag
+from docker.errors import APIError, NotFound
 
 from repomin.errors import InfrastructureError, UsageError
 from repomin.runners.base import Outcome, RunRequest
+from repomin.runners.docker_context import Engine, Worker
 from repomin.runners.docker_direct import run_direct
 from repomin.runners.docker_engine import (
-    DEFAULT_USER,
     ENGINE_ERRORS,
-    IMPLICIT_ENVIRONMENT,
-    KILL_GRACE,
     LABEL_PID,
     LABEL_SESSION,
     EngineFailure,
-    Limits,
-    Pump,
     close_socket,
     connect,
-    no_timeout,
-    parse_limits,
+    engine_error,
+    host_memory,
     reap_stale,
-    session_labels,
+    resolve_image,
 )
-from repomin.runners.docker_script import (
-    KEEPALIVE,
-    REAP_SCRIPT,
-    SAMPLE_SCRIPT,
-    STREAM_BLOCK,
-    WORKDIR,
-    assemble,
-    increased,
-    split_header,
-    split_trailer,
-)
-from repomin.runners.docker_transport import (
-    ScratchRoot,
-    fill,
-    probe_bind,
-    probe_shell,
-    tar_bytes,
-    wipe,
-)
+from repomin.runners.docker_exec import run_agent, run_exec
+from repomin.runners.docker_limits import DEFAULT_USER, Limits, LimitSpec, parse_limits
+from repomin.runners.docker_script import STREAM_BLOCK, WORKDIR
+from repomin.runners.docker_transport import ScratchRoot, fill, probe_bind, probe_shell, tar_bytes
+from repomin.runners.docker_transport import wipe as wipe_dir
 from repomin.tree import Tree
 
 __all__ = ["DEFAULT_USER", "DockerRunner", "Limits", "parse_limits", "reap_stale"]
@@ -87,22 +67,17 @@ log = logging.getLogger(__name__)
 
 #: Extra attempts of one sample inside the runner after an engine error (on a fresh worker).
 RETRIES = 2
-
-
-@dataclass(eq=False)
-class _Worker:
-    """One live container and what belongs to it (mutated only by the thread holding its slot)."""
-
-    cid: str
-    keepalive: Any
-    bind_dir: Path | None
-    samples: int = 0
+STRATEGIES = {
+    "agent": "agent-per-worker",
+    "exec": "exec-per-sample",
+    "fresh": "container-per-sample",
+}
 
 
 @dataclass(eq=False)
 class _Slot:
     index: int
-    worker: _Worker | None = None
+    worker: Worker | None = None
     busy: bool = False
 
 
@@ -116,9 +91,9 @@ class DockerRunner:
         *,
         image: str,
         network: str = "none",
-        memory: str | None = None,
+        memory: LimitSpec = None,
         cpus: float | None = None,
-        pids_limit: int | None = None,
+        pids_limit: LimitSpec = None,
         user: str | None = None,
         fresh_container: bool = False,
         pull: bool = False,
@@ -126,180 +101,155 @@ class DockerRunner:
         session_label: str,
         client: Any | None = None,
         transport: str | None = None,
+        strategy: str | None = None,
+        tmp_size: LimitSpec = None,
+        work_size: LimitSpec = None,
     ) -> None:
         if jobs < 1:
             raise UsageError(f"--jobs {jobs} must be at least 1")
         if transport not in (None, "bind", "stream"):
             raise UsageError(f"tree transport {transport!r} is not 'bind' or 'stream'")
-        self.limits = parse_limits(
-            network=network, memory=memory, cpus=cpus, pids_limit=pids_limit, user=user
+        if strategy not in (None, "agent", "exec"):
+            raise UsageError(f"Docker strategy {strategy!r} is not 'agent' or 'exec'")
+        settings = functools.partial(
+            parse_limits,
+            network=network,
+            memory=memory,
+            cpus=cpus,
+            pids_limit=pids_limit,
+            user=user,
+            tmp_size=tmp_size,
+            work_size=work_size,
         )
+        settings()  # bad values are usage errors before the engine is asked
         self.image = image
         self.fresh_container = fresh_container
         self.session_label = session_label
         self.client = connect(client, jobs)
         self.api = self.client.api
-        # Reentrant: kill_all() may run in a signal handler on a thread that holds the lock.
-        self._lock = threading.RLock()
         self._closed = False
-        self._containers: set[str] = set()
-        self._volumes: set[str] = set()
-        self._sockets: list[Any] = []
-        self._counter = itertools.count(1)
         self._kills = 0
         self._tars: dict[str, bytes] = {}
-        self._direct: list[str] = []
-        self._all_slots: list[_Slot] = []
+        self._all_slots = [_Slot(index) for index in range(jobs)]
+        self._engine: Engine | None = None
         try:
             reap_stale(self.client)
         except ENGINE_ERRORS as exc:
-            log.warning("could not reap stale repomin containers: %s", exc)
-        self.image_id = self._resolve_image(image, pull)
-        self.transport = "stream"
+            log.warning("could not reap stale repomin containers: %s", engine_error(exc))
+        host_ram = None if memory is not None else host_memory(self.client)
+        self.limits = settings(host_memory=host_ram, jobs=jobs)
+        self.image_id = resolve_image(self.client, image, pull)
+        self.strategy = "fresh" if fresh_container else (strategy or "agent")
+        self.strategy_reason: str | None = None
         self.has_shell = True
         self._slots: queue.Queue[_Slot] = queue.Queue()
-        self._all_slots = [_Slot(index) for index in range(jobs)]
         for slot in self._all_slots:
             self._slots.put(slot)
         self._scratch = ScratchRoot(session_label)
+        self._engine = Engine(self.api, self.image_id, self.limits, session_label, self._scratch)
         atexit.register(self.close)
         try:
-            self._set_up(transport)
+            self._set_up(transport, strategy)
         except APIError as exc:
             self.close()
             if exc.status_code == 400:
                 raise UsageError(
-                    f"the Docker engine rejected the container settings: {exc.explanation or exc}"
+                    f"the Docker engine rejected the container settings: {engine_error(exc)}"
                 ) from exc
-            raise InfrastructureError(f"the Docker engine failed at start-up: {exc}") from exc
-        except ENGINE_ERRORS as exc:
+            raise InfrastructureError(
+                f"the Docker engine failed at start-up: {engine_error(exc)}"
+            ) from exc
+        except (EngineFailure, *ENGINE_ERRORS) as exc:
             self.close()
-            raise InfrastructureError(f"the Docker engine failed at start-up: {exc}") from exc
+            raise InfrastructureError(
+                f"the Docker engine failed at start-up: {engine_error(exc)}"
+            ) from exc
         except BaseException:
             self.close()
             raise
 
+    @property
+    def engine(self) -> Engine:
+        assert self._engine is not None
+        return self._engine
+
+    @property
+    def transport(self) -> str:
+        return self.engine.transport
+
     # -- set-up ------------------------------------------------------------------------------
 
-    def _set_up(self, transport: str | None) -> None:
-        """Choose the tree transport, check for a shell, and start the first worker.
+    def _set_up(self, transport: str | None, strategy: str | None) -> None:
+        """Choose the tree transport and the strategy, and start the first worker.
 
         Starting a worker here surfaces settings the engine rejects (e.g. too many CPUs) as a
         usage error before any sample runs.
         """
+        engine = self.engine
         why_not: str | None = "asked for"
         if transport != "stream":
             lim = self.limits
-            labels = self._labels("probe")
+            labels = engine.labels("probe")
             why_not = probe_bind(self.api, self.image_id, self._scratch, lim.uid, lim.gid, labels)
         if why_not is not None and transport == "bind":
             raise UsageError(f"the bind tree transport does not work here: {why_not}")
-        self.transport = "bind" if why_not is None else "stream"
+        engine.transport = "bind" if why_not is None else "stream"
         if why_not is not None:
             log.info("streaming trees into containers: %s", why_not)
-        if self.fresh_container:
-            self.has_shell = probe_shell(
-                self.api, self.image_id, self._labels("probe"), self._host_config(direct=True)
-            )
-        if self.has_shell:
-            self._all_slots[0].worker = self._start_worker()
-
-    def _resolve_image(self, ref: str, pull: bool) -> str:
-        try:
-            if pull:
-                repository, tag = parse_repository_tag(ref)
-                self.client.images.pull(repository, tag=tag or "latest")
-            return str(self.client.images.get(ref).id)
-        except (ImageNotFound, NotFound) as exc:
-            hint = "pull it (docker pull, or --pull)" if not pull else "check the reference"
-            raise UsageError(
-                f"Docker image {ref!r} not found; build it (docker/build-test-images.sh builds "
-                f"repomin-test/busybox:1) or {hint}"
-            ) from exc
-        except ENGINE_ERRORS as exc:
-            raise InfrastructureError(f"cannot resolve Docker image {ref!r}: {exc}") from exc
-
-    def _labels(self, role: str) -> dict[str, str]:
-        return session_labels(self.session_label, role)
-
-    def _host_config(self, *, direct: bool, mounts: list[Mount] | None = None) -> Any:
-        lim = self.limits
-        tmpfs = {"/tmp": "rw,nosuid,nodev,exec,mode=1777"}
-        if self.transport == "stream" and not direct:
-            tmpfs[WORKDIR] = f"rw,nosuid,nodev,exec,mode=0755,uid={lim.uid},gid={lim.gid}"
-        return self.api.create_host_config(
-            network_mode=lim.network,
-            read_only=True,
-            tmpfs=tmpfs,
-            mounts=mounts or [],
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            init=True,
-            ipc_mode="private",
-            mem_limit=lim.memory_bytes,
-            memswap_limit=lim.memory_bytes,
-            pids_limit=lim.pids_limit,
-            nano_cpus=None if lim.cpus is None else int(lim.cpus * 1e9),
-            log_config=LogConfig(type="none"),
-            auto_remove=not direct,
+        self.has_shell = probe_shell(
+            self.api, self.image_id, engine.labels("probe"), engine.host_config(kind="direct")
         )
+        if not self.has_shell:
+            if strategy is not None:
+                raise UsageError(
+                    f"image {self.image!r} has no /bin/sh, which --docker-strategy {strategy} "
+                    "needs; drop it (one container per sample is used) or add a shell"
+                )
+            if not self.fresh_container:
+                log.warning(
+                    "image %s has no /bin/sh: running one container per sample (slower); "
+                    "pass --fresh-container to choose this explicitly",
+                    self.image,
+                )
+            self.strategy, self.strategy_reason = "fresh", "the image has no /bin/sh"
+            return
+        self._all_slots[0].worker = self._start_worker()
+        if self.strategy == "exec" and strategy is None:
+            log.warning(
+                "image %s cannot switch users for the sample agent (no nsenter or setpriv): "
+                "one docker exec per sample (slower)",
+                self.image,
+            )
 
-    def _register(self, cid: str) -> None:
-        """Record a new container; if the runner closed meanwhile, remove it at once."""
-        with self._lock:
-            closed = self._closed
-            if not closed:
-                self._containers.add(cid)
-        if closed:
-            self._remove_container(cid)
-            raise EngineFailure("the runner is closed")
-
-    def _start_worker(self) -> _Worker:
-        bind_dir: Path | None = None
-        mounts: list[Mount] = []
-        if self.transport == "bind":
-            name = f"w{next(self._counter)}"
-            bind_dir = self._scratch.directory(name, self.limits.uid, self.limits.gid)
-            mounts.append(Mount(WORKDIR, str(bind_dir), type="bind", read_only=False))
-        cid = self.api.create_container(
-            self.image_id,
-            entrypoint=KEEPALIVE[:2],
-            command=KEEPALIVE[2:],
-            user=self.limits.keepalive_user,
-            stdin_open=True,
-            working_dir="/",
-            hostname="repomin",
-            labels=self._labels("worker"),
-            host_config=self._host_config(direct=False, mounts=mounts),
-        )["Id"]
-        self._register(cid)
+    def _start_worker(self) -> Worker:
+        if self.strategy != "agent":
+            return self.engine.start_worker(agent=False)
+        worker = self.engine.start_worker(agent=True)
+        assert worker.agent is not None
         try:
-            keepalive = self.api.attach_socket(cid, params={"stdin": 1, "stream": 1})
-            with self._lock:
-                self._sockets.append(keepalive)
-            self.api.start(cid)
+            ready = worker.agent.handshake()
         except BaseException:
-            self._remove_container(cid)
+            self.engine.retire(worker)
             raise
-        log.debug("started worker %s", cid[:12])
-        return _Worker(cid, keepalive, bind_dir)
+        if ready:
+            return worker
+        self.engine.retire(worker)
+        if self.strategy_reason is None and self._kills == 0:
+            self.strategy, self.strategy_reason = "exec", "the image has no nsenter or setpriv"
+            return self.engine.start_worker(agent=False)
+        raise EngineFailure("the sample agent cannot switch to the sample user in this image")
 
     # -- the protocol ------------------------------------------------------------------------
 
     def describe(self) -> dict[str, Any]:
-        lim = self.limits
         return {
             "backend": "docker",
+            "sample_isolation": "container",
             "docker_image": self.image,
             "docker_image_id": self.image_id,
-            "docker_network": lim.network,
-            "docker_memory": lim.memory,
-            "docker_cpus": lim.cpus,
-            "docker_pids_limit": lim.pids_limit,
-            "docker_user": lim.user,
-            "docker_strategy": "container-per-sample"
-            if self.fresh_container
-            else "exec-per-sample",
+            **self.limits.describe(),
+            "docker_strategy": STRATEGIES[self.strategy],
+            "docker_strategy_reason": self.strategy_reason,
             "docker_tree_transport": self.transport,
         }
 
@@ -331,217 +281,111 @@ class DockerRunner:
     def _attempt(self, slot: _Slot, tree: Tree, request: RunRequest) -> Outcome:
         try:
             if not self.has_shell:
-                return run_direct(self, tree, request)
+                return run_direct(self.engine, tree, request)
             if slot.worker is None:
                 slot.worker = self._start_worker()
-            outcome, healthy = self._sample_exec(slot.worker, tree, request)
+            worker = slot.worker
+            payload = self._prepare(worker, tree)
+            if worker.agent is not None:
+                outcome, healthy = run_agent(worker, request, payload)
+            else:
+                outcome, healthy = run_exec(self.engine, worker, request, payload)
             if not healthy or self.fresh_container:
                 self._recycle(slot)
             return outcome
         except (EngineFailure, *ENGINE_ERRORS) as exc:
             self._recycle(slot)
-            message = str(exc) or type(exc).__name__
-            return Outcome(exit_code=None, infrastructure_error=message, workdir=WORKDIR)
+            return Outcome(exit_code=None, infrastructure_error=engine_error(exc), workdir=WORKDIR)
+
+    def _prepare(self, worker: Worker, tree: Tree) -> bytes:
+        """Put the tree in the worker's bind directory, or return its archive to stream."""
+        if worker.bind_dir is None:
+            return self._tar(tree)
+        lim = self.limits
+        wipe_dir(worker.bind_dir)
+        try:
+            fill(worker.bind_dir, tree, lim.uid, lim.gid)
+        except OSError as exc:
+            raise EngineFailure(
+                f"could not write the tree to /work ({exc.strerror or exc}); the tree must fit "
+                f"into --work-size ({lim.work_size or 'none'})"
+            ) from exc
+        return b""
 
     def _recycle(self, slot: _Slot) -> None:
         worker, slot.worker = slot.worker, None
-        if worker is None:
-            return
-        self._remove_container(worker.cid)
-        close_socket(worker.keepalive)
-        with self._lock:
-            if worker.keepalive in self._sockets:
-                self._sockets.remove(worker.keepalive)
-        if worker.bind_dir is not None:
-            shutil.rmtree(worker.bind_dir, ignore_errors=True)
-
-    def _remove_container(self, cid: str) -> None:
-        with contextlib.suppress(*ENGINE_ERRORS):
-            self.api.remove_container(cid, force=True, v=True)
-        with self._lock:
-            self._containers.discard(cid)
-
-    # -- exec-per-sample ---------------------------------------------------------------------
-
-    def _sample_exec(
-        self, worker: _Worker, tree: Tree, request: RunRequest
-    ) -> tuple[Outcome, bool]:
-        """One sample in a live worker; returns the outcome and whether the worker is reusable."""
-        lim = self.limits
-        nonce = secrets.token_hex(8)
-        payload = b""
-        if worker.bind_dir is not None:
-            wipe(worker.bind_dir)
-            fill(worker.bind_dir, tree, lim.uid, lim.gid)
-        else:
-            payload = self._tar(tree)
-        mode = "stream" if worker.bind_dir is None else "bind"
-        argv = [str(lim.uid), nonce, mode, str(len(payload)), request.command]
-        exec_id = self.api.exec_create(
-            worker.cid,
-            ["/bin/sh", "-c", SAMPLE_SCRIPT, "repomin", *argv],
-            user=lim.user,
-            environment={**IMPLICIT_ENVIRONMENT, **request.env},
-            stdin=bool(payload),
-            workdir="/",
-        )["Id"]
-        sock = self.api.exec_start(exec_id, socket=True)
-        no_timeout(sock)
-        pump = Pump(sock, payload)
-        pump.start()
-        if not pump.sent.wait(max(60.0, request.timeout)):
-            raise EngineFailure("the engine did not accept the tree in time")
-        started = time.monotonic()
-        pump.join(request.timeout)
-        timed_out = pump.is_alive()
-        healthy = True
-        if timed_out:
-            healthy = self._kill_sample(worker) is not None
-            pump.join(KILL_GRACE)
-            if pump.is_alive():
-                raise EngineFailure("the engine did not end a timed-out sample")
-        duration = time.monotonic() - started
-        worker.samples += 1
-        if pump.error is not None and not timed_out:
-            raise EngineFailure(f"lost the sample's output stream: {pump.error}")
-
-        script_status = None if timed_out else self.api.exec_inspect(exec_id).get("ExitCode")
-        stdout = assemble(*pump.out.parts())
-        head, tail = pump.err.parts()
-        header, head = split_header(head, nonce)
-        trailer = None
-        # Only a script that finished wrote the trailer: a sample that printed a fake one and
-        # then killed the script must not choose its own verdict.
-        if script_status == 0 and tail is None:
-            trailer, head = split_trailer(head, nonce)
-        elif script_status == 0 and tail is not None:
-            trailer, tail = split_trailer(tail, nonce)
-        stderr = assemble(head, tail)
-        common: dict[str, Any] = {
-            "stdout": stdout,
-            "stderr": stderr,
-            "duration": duration,
-            "workdir": WORKDIR,
-            "extra": {"docker_container": worker.cid[:12]},
-        }
-        if timed_out:
-            if healthy and worker.bind_dir is not None:
-                wipe(worker.bind_dir)
-            return Outcome(exit_code=None, timed_out=True, **common), healthy
-
-        if trailer is not None and trailer.setup_error is not None:
-            raise EngineFailure(
-                f"could not prepare the sample ({trailer.setup_error}); with --memory, the tree "
-                "must fit into the memory limit"
-            )
-        if trailer is None:
-            # The script itself was killed: by the sample (kill -9 -1) or by the OOM killer.
-            counters = self._kill_sample(worker)
-            if counters is None:
-                raise EngineFailure("could not clean up after a sample that killed its runner")
-            if script_status is None:
-                raise EngineFailure("the engine lost the sample's exit status")
-            oom, pids = counters
-            exit_code, reaped, clean = int(script_status), True, True
-        else:
-            exit_code = trailer.exit_code if trailer.exit_code is not None else -1
-            oom, pids = trailer.oom_kills, trailer.pids_max_events
-            reaped, clean = trailer.reaped, trailer.clean
-        exhausted = header is not None and (
-            increased(header.oom_kills, oom) or increased(header.pids_max_events, pids)
-        )
-        healthy = reaped and clean
-        if healthy and worker.bind_dir is not None:
-            wipe(worker.bind_dir)
-        return Outcome(exit_code=exit_code, resource_exhausted=exhausted, **common), healthy
+        if worker is not None:
+            self.engine.retire(worker)
 
     def _tar(self, tree: Tree) -> bytes:
         """The tree's archive; the last few are kept, as a candidate is usually sampled often."""
-        with self._lock:
+        engine = self.engine
+        with engine.lock:
             cached = self._tars.get(tree.digest)
         if cached is not None:
             return cached
         archive = tar_bytes(tree, self.limits.uid, self.limits.gid)
         archive += bytes(-len(archive) % STREAM_BLOCK)
-        with self._lock:
+        with engine.lock:
             self._tars[tree.digest] = archive
             while len(self._tars) > len(self._all_slots) + 1:
                 self._tars.pop(next(iter(self._tars)))
         return archive
 
-    def _kill_sample(self, worker: _Worker) -> tuple[int | None, int | None] | None:
-        """Kill every process of the sample's uid; the cgroup counters, or ``None`` on failure."""
-        try:
-            exec_id = self.api.exec_create(
-                worker.cid,
-                ["/bin/sh", "-c", REAP_SCRIPT, "repomin", str(self.limits.uid)],
-                user=self.limits.user,
-                workdir="/",
-            )["Id"]
-            output = self.api.exec_start(exec_id).decode("ascii", "replace").split()
-        except ENGINE_ERRORS as exc:
-            log.warning("could not kill a sample in %s: %s", worker.cid[:12], exc)
-            return None
-        if len(output) != 3 or output[0] != "0":
-            return None
-        return _int_or_none(output[1]), _int_or_none(output[2])
-
-    # -- container-per-sample for images without a shell -------------------------------------
-
     # -- shutdown ----------------------------------------------------------------------------
 
     def kill_all(self) -> None:
         """Stop every running sample now (Ctrl-C, SIGTERM, budget); their workers are recycled."""
-        with self._lock:
+        engine = self._engine
+        if engine is None:
+            return
+        with engine.lock:
             self._kills += 1
             targets = [s.worker.cid for s in self._all_slots if s.busy and s.worker is not None]
-            targets += self._direct
+            targets += engine.direct
         for cid in targets:
             with contextlib.suppress(*ENGINE_ERRORS):
                 self.api.kill(cid)
 
     def close(self) -> None:
         """Remove every container and volume of this runner (idempotent; also run at exit)."""
-        with self._lock:
+        engine = self._engine
+        if engine is None:
+            self._closed = True
+            return
+        with engine.lock:
             if self._closed:
                 return
-            self._closed = True
-            containers = list(self._containers)
-            volumes = list(self._volumes)
-            sockets = list(self._sockets)
+            self._closed = engine.closed = True
+            containers = list(engine.containers)
+            volumes = list(engine.volumes)
+            sockets = list(engine.sockets)
+            workers = [s.worker for s in self._all_slots if s.worker is not None]
         atexit.unregister(self.close)
         for cid in containers:
-            self._remove_container(cid)
+            engine.remove_container(cid)
+        for worker in workers:
+            if worker.agent is not None:
+                worker.agent.close()
         for sock in sockets:
             close_socket(sock)
         for volume in volumes:
             with contextlib.suppress(*ENGINE_ERRORS):
                 self.api.remove_volume(volume, force=True)
         self._sweep()
-        scratch = getattr(self, "_scratch", None)
-        if scratch is not None:
-            scratch.remove()
+        self._scratch.remove()
 
     def _sweep(self) -> None:
         """Remove anything still carrying this session's label and this process as owner."""
         mine = str(os.getpid())
+        label = {"label": f"{LABEL_SESSION}={self.session_label}"}
         try:
-            leftovers = self.api.containers(
-                all=True, filters={"label": f"{LABEL_SESSION}={self.session_label}"}
-            )
-            for container in leftovers:
+            for container in self.api.containers(all=True, filters=label):
                 if (container.get("Labels") or {}).get(LABEL_PID) == mine:
-                    self._remove_container(container["Id"])
-            volumes = self.api.volumes(
-                filters={"label": f"{LABEL_SESSION}={self.session_label}"}
-            ).get("Volumes")
-            for volume in volumes or []:
+                    self.engine.remove_container(container["Id"])
+            for volume in self.api.volumes(filters=label).get("Volumes") or []:
                 if (volume.get("Labels") or {}).get(LABEL_PID) == mine:
                     with contextlib.suppress(NotFound, APIError):
                         self.api.remove_volume(volume["Name"], force=True)
         except ENGINE_ERRORS as exc:
-            log.warning("could not sweep containers of session %s: %s", self.session_label, exc)
-
-
-def _int_or_none(text: str) -> int | None:
-    return int(text) if text.isdigit() else None
+            log.warning("could not sweep session %s: %s", self.session_label, engine_error(exc))

@@ -13,15 +13,14 @@ from __future__ import annotations
 import contextlib
 import re
 import shlex
-import shutil
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from docker.errors import APIError, NotFound
 from docker.types import Mount
 
 from repomin.runners.base import Outcome, RunRequest
+from repomin.runners.docker_context import Engine
 from repomin.runners.docker_engine import (
     ENGINE_ERRORS,
     IMPLICIT_ENVIRONMENT,
@@ -34,16 +33,15 @@ from repomin.runners.docker_script import WORKDIR, assemble
 from repomin.runners.docker_transport import fill, tar_bytes
 from repomin.tree import Tree
 
-if TYPE_CHECKING:
-    from repomin.runners.docker import DockerRunner
-
 #: Where a per-sample volume is mounted (streamed trees); the tree is in ``work/`` below it.
 VOLUME_ROOT = "/repomin"
 _NOT_EXECUTABLE = re.compile(r"executable file not found|no such file or directory", re.I)
 
 
-def run_direct(runner: DockerRunner, tree: Tree, request: RunRequest) -> Outcome:
-    lim = runner.limits
+def run_direct(engine: Engine, tree: Tree, request: RunRequest) -> Outcome:
+    """One sample as a container of its own (its process is the command; no shell needed)."""
+    lim = engine.limits
+    api = engine.api
     try:
         argv = shlex.split(request.command)
     except ValueError as exc:
@@ -55,43 +53,40 @@ def run_direct(runner: DockerRunner, tree: Tree, request: RunRequest) -> Outcome
     cid: str | None = None
     workdir = WORKDIR
     try:
-        if runner.transport == "bind":
-            name = f"s{next(runner._counter)}"
-            bind_dir = runner._scratch.directory(name, lim.uid, lim.gid)
+        if engine.transport == "bind":
+            bind_dir = engine.bind_directory("s")
             fill(bind_dir, tree, lim.uid, lim.gid)
             mount = Mount(WORKDIR, str(bind_dir), type="bind", read_only=False)
         else:
             # A volume's root stays root-owned, so the tree goes one level down.
-            volume = runner.api.create_volume(labels=runner._labels("sample"))["Name"]
-            with runner._lock:
-                runner._volumes.add(volume)
+            volume = api.create_volume(labels=engine.labels("sample"))["Name"]
+            engine.track_volume(volume, live=True)
             mount = Mount(VOLUME_ROOT, volume, type="volume")
             workdir = f"{VOLUME_ROOT}/work"
-        cid = runner.api.create_container(
-            runner.image_id,
+        cid = api.create_container(
+            engine.image_id,
             entrypoint=argv[:1],
             command=argv[1:],
             user=lim.user,
             environment={**IMPLICIT_ENVIRONMENT, **request.env},
             working_dir=workdir,
             hostname="repomin",
-            labels=runner._labels("sample"),
-            host_config=runner._host_config(direct=True, mounts=[mount]),
+            labels=engine.labels("sample"),
+            host_config=engine.host_config(kind="direct", mounts=[mount], auto_remove=False),
         )["Id"]
-        runner._register(cid)
-        with runner._lock:
-            runner._direct.append(cid)
+        engine.register(cid)
+        engine.track_direct(cid, running=True)
         if volume is not None:
             archive = tar_bytes(tree, lim.uid, lim.gid, under="work")
-            if not runner.api.put_archive(cid, VOLUME_ROOT, archive):
+            if not api.put_archive(cid, VOLUME_ROOT, archive):
                 raise EngineFailure("the engine refused the tree archive")
-        sock = runner.api.attach_socket(cid, params={"stdout": 1, "stderr": 1, "stream": 1})
+        sock = api.attach_socket(cid, params={"stdout": 1, "stderr": 1, "stream": 1})
         no_timeout(sock)
         pump = Pump(sock, b"")
         pump.start()
         started = time.monotonic()
         try:
-            runner.api.start(cid)
+            api.start(cid)
         except APIError as exc:
             text = str(exc.explanation or exc)
             if _NOT_EXECUTABLE.search(text):
@@ -101,11 +96,11 @@ def run_direct(runner: DockerRunner, tree: Tree, request: RunRequest) -> Outcome
         timed_out = pump.is_alive()
         if timed_out:
             with contextlib.suppress(NotFound, APIError):
-                runner.api.kill(cid)
+                api.kill(cid)
             pump.join(KILL_GRACE)
         duration = time.monotonic() - started
-        status = runner.api.wait(cid, timeout=KILL_GRACE)
-        state = runner.api.inspect_container(cid)["State"]
+        status = api.wait(cid, timeout=KILL_GRACE)
+        state = api.inspect_container(cid)["State"]
         stdout = assemble(*pump.out.parts())
         stderr = assemble(*pump.err.parts())
         if timed_out:
@@ -127,14 +122,11 @@ def run_direct(runner: DockerRunner, tree: Tree, request: RunRequest) -> Outcome
         )
     finally:
         if cid is not None:
-            with runner._lock:
-                if cid in runner._direct:
-                    runner._direct.remove(cid)
-            runner._remove_container(cid)
+            engine.track_direct(cid, running=False)
+            engine.remove_container(cid)
         if volume is not None:
             with contextlib.suppress(*ENGINE_ERRORS):
-                runner.api.remove_volume(volume, force=True)
-            with runner._lock:
-                runner._volumes.discard(volume)
+                api.remove_volume(volume, force=True)
+            engine.track_volume(volume, live=False)
         if bind_dir is not None:
-            shutil.rmtree(bind_dir, ignore_errors=True)
+            engine.scratch.drop(bind_dir)

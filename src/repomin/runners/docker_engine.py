@@ -11,22 +11,20 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-import re
 import threading
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from docker.client import DockerClient
-from docker.errors import APIError, DockerException, NotFound
-from docker.utils import parse_bytes
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.utils import parse_repository_tag
 from docker.utils.socket import SocketError, frames_iter
 from requests.exceptions import RequestException
 
 from repomin.errors import InfrastructureError, UsageError
 from repomin.runners.docker_script import Capture
-from repomin.runners.docker_transport import owner_alive, owner_record, reap_stale_dirs
+from repomin.runners.scratch import owner_alive, owner_record, reap_stale_scratch
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +34,6 @@ LABEL_PID = "io.repomin.pid"
 LABEL_PID_START = "io.repomin.pid_start"
 LABEL_ROLE = "io.repomin.role"
 
-DEFAULT_USER = "65534:65534"
-#: The worker's own processes (init, keep-alive, script, command shell, a kill exec) need room.
-MIN_PIDS_LIMIT = 16
-MIN_MEMORY = 6 * 1024 * 1024
 #: Seconds to wait for the engine after killing a sample before the worker is recycled.
 KILL_GRACE = 10.0
 #: What every sample sees unless the request overrides it (mirrors the host runner).
@@ -55,62 +49,6 @@ ENGINE_ERRORS = (DockerException, RequestException, SocketError, OSError)
 
 class EngineFailure(Exception):
     """Raised inside a sample when the engine (not the command) failed; recycles the worker."""
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """The validated container settings of one runner."""
-
-    network: str
-    memory: str | None
-    memory_bytes: int | None
-    cpus: float | None
-    pids_limit: int | None
-    uid: int
-    gid: int
-
-    @property
-    def user(self) -> str:
-        return f"{self.uid}:{self.gid}"
-
-    @property
-    def keepalive_user(self) -> str:
-        other = 65533 if self.uid == 65534 else 65534
-        return f"{other}:{other}"
-
-
-def parse_limits(
-    *,
-    network: str,
-    memory: str | None,
-    cpus: float | None,
-    pids_limit: int | None,
-    user: str | None,
-) -> Limits:
-    """Check the settings; each problem is a :class:`UsageError` naming the value and the fix."""
-    if network not in ("none", "bridge"):
-        raise UsageError(f"--network {network!r} is not supported; use 'none' or 'bridge'")
-    memory_bytes: int | None = None
-    if memory is not None:
-        try:
-            memory_bytes = int(parse_bytes(memory))
-        except (DockerException, ValueError):
-            memory_bytes = None
-        if memory_bytes is None or memory_bytes < MIN_MEMORY:
-            raise UsageError(f"--memory {memory!r} is not a size of at least 6m (e.g. 512m, 2g)")
-    if cpus is not None and not cpus > 0:
-        raise UsageError(f"--cpus {cpus!r} must be a positive number (e.g. 1.5)")
-    if pids_limit is not None and pids_limit < MIN_PIDS_LIMIT:
-        raise UsageError(f"--pids-limit {pids_limit} is too small; use at least {MIN_PIDS_LIMIT}")
-    spec = DEFAULT_USER if user is None else user
-    match = re.fullmatch(r"(\d+)(?::(\d+))?", spec)
-    if match is None:
-        raise UsageError(f"--user {spec!r} must be numeric UID[:GID] (e.g. {DEFAULT_USER})")
-    uid = int(match.group(1))
-    gid = int(match.group(2)) if match.group(2) is not None else uid
-    if uid == 0:
-        raise UsageError("--user 0 (root) is refused: samples run as a non-root user")
-    return Limits(network, memory, memory_bytes, cpus, pids_limit, uid, gid)
 
 
 class Pump(threading.Thread):
@@ -196,7 +134,7 @@ def reap_stale(client: Any) -> int:
             with contextlib.suppress(NotFound, APIError):
                 api.remove_volume(volume["Name"], force=True)
                 removed += 1
-    removed += reap_stale_dirs()
+    removed += reap_stale_scratch()
     if removed:
         log.info("removed %d leftovers of dead repomin sessions", removed)
     return removed
@@ -210,7 +148,10 @@ def connect(client: Any | None = None, jobs: int = 1) -> Any:
             client = DockerClient.from_env(max_pool_size=max(10, 2 * jobs + 4))
         client.ping()
     except ENGINE_ERRORS as exc:
-        failure = f"cannot reach the Docker engine ({exc}); start dockerd or set DOCKER_HOST"
+        failure = (
+            f"cannot reach the Docker engine ({engine_error(exc)}); start dockerd or set "
+            "DOCKER_HOST"
+        )
     if failure is None:
         return client
     # docker-py leaks the socket of a failed connect; release it here, quietly.
@@ -218,3 +159,61 @@ def connect(client: Any | None = None, jobs: int = 1) -> Any:
         warnings.simplefilter("ignore", ResourceWarning)
         gc.collect()
     raise InfrastructureError(failure)
+
+
+def engine_error(exc: BaseException) -> str:
+    """One readable line for an engine error (no raw exception tuples, no tracebacks).
+
+    ``APIError`` gives its status and the engine's explanation; connection errors are reduced
+    to their innermost cause (``requests`` nests them as tuples).
+    """
+    if isinstance(exc, APIError):
+        status = exc.response.status_code if exc.response is not None else None
+        text = str(exc.explanation or exc)
+        message = f"{status} {text}" if status else text
+    else:
+        root: BaseException = exc
+        seen = {id(root)}
+        while True:
+            inner = next(
+                (a for a in getattr(root, "args", ()) if isinstance(a, BaseException)), None
+            )
+            inner = inner or root.__cause__ or root.__context__
+            if inner is None or id(inner) in seen:
+                break
+            seen.add(id(inner))
+            root = inner
+        if isinstance(root, OSError) and root.strerror:
+            message = root.strerror
+        else:
+            message = " ".join(str(a) for a in root.args if isinstance(a, str | int)) or str(root)
+        message = message or type(exc).__name__
+    return " ".join(message.split())[:300]
+
+
+def resolve_image(client: Any, ref: str, pull: bool) -> str:
+    """The image's id (pulled first when asked); a missing image is a usage error with the fix."""
+    try:
+        if pull:
+            repository, tag = parse_repository_tag(ref)
+            client.images.pull(repository, tag=tag or "latest")
+        return str(client.images.get(ref).id)
+    except (ImageNotFound, NotFound) as exc:
+        hint = "pull it (docker pull, or --pull)" if not pull else "check the reference"
+        raise UsageError(
+            f"Docker image {ref!r} not found; build it (docker/build-test-images.sh builds "
+            f"repomin-test/busybox:1) or {hint}"
+        ) from exc
+    except ENGINE_ERRORS as exc:
+        raise InfrastructureError(
+            f"cannot resolve Docker image {ref!r}: {engine_error(exc)}"
+        ) from exc
+
+
+def host_memory(client: Any) -> int | None:
+    """The engine host's RAM in bytes (``None`` when the engine does not say)."""
+    try:
+        total = client.info().get("MemTotal")
+    except ENGINE_ERRORS:
+        return None
+    return int(total) if isinstance(total, int) else None

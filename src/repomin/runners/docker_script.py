@@ -27,6 +27,34 @@ STREAM_BLOCK = 65536
 #: Where the tree lives inside the container (also ``Outcome.workdir``).
 WORKDIR = "/work"
 
+#: Emptying scratch directories as the sample user (no single quotes: embedded in one).
+_WIPE_FUNCTIONS = r"""
+rp_empty() {
+    for rp_e in "$1"/* "$1"/.[!.]* "$1"/..?*; do
+        if [ -e "$rp_e" ] || [ -L "$rp_e" ]; then return 1; fi
+    done
+    return 0
+}
+rp_wipe() {
+    cd / || return 1
+    rp_clean=1
+    for rp_dir in "$@"; do
+        [ -d "$rp_dir" ] || continue
+        rp_empty "$rp_dir" && continue
+        rm -rf "$rp_dir"/* "$rp_dir"/.[!.]* "$rp_dir"/..?* 2>/dev/null
+        if ! rp_empty "$rp_dir"; then
+            chmod -R u+rwx "$rp_dir"/* "$rp_dir"/.[!.]* "$rp_dir"/..?* 2>/dev/null
+            rm -rf "$rp_dir"/* "$rp_dir"/.[!.]* "$rp_dir"/..?* 2>/dev/null
+            rp_empty "$rp_dir" || rp_clean=0
+        fi
+    done
+    [ "$rp_clean" = 1 ]
+}
+"""
+
+#: The agent's wipe, run as the sample user: ``sh -c USER_WIPE sh DIR...`` (exit 0 = clean).
+USER_WIPE = _WIPE_FUNCTIONS + 'chmod u+rwx "$@" 2>/dev/null\nrp_wipe "$@"\n'
+
 #: Shared shell functions. ``$rp_uid`` must be set; only builtins are used in ``rp_reap``.
 _FUNCTIONS = (
     "\nrp_ws=' \t\n'\n"
@@ -68,28 +96,9 @@ rp_counters() {
     rp_counter max /sys/fs/cgroup/pids.events /sys/fs/cgroup/pids/pids.events
     rp_pids=$rp_v
 }
-rp_empty() {
-    for rp_e in "$1"/* "$1"/.[!.]* "$1"/..?*; do
-        if [ -e "$rp_e" ] || [ -L "$rp_e" ]; then return 1; fi
-    done
-    return 0
-}
-rp_wipe() {
-    cd / || return 1
-    rp_clean=1
-    for rp_dir in "$@"; do
-        [ -d "$rp_dir" ] || continue
-        rp_empty "$rp_dir" && continue
-        rm -rf "$rp_dir"/* "$rp_dir"/.[!.]* "$rp_dir"/..?* 2>/dev/null
-        if ! rp_empty "$rp_dir"; then
-            chmod -R u+rwx "$rp_dir"/* "$rp_dir"/.[!.]* "$rp_dir"/..?* 2>/dev/null
-            rm -rf "$rp_dir"/* "$rp_dir"/.[!.]* "$rp_dir"/..?* 2>/dev/null
-            rp_empty "$rp_dir" || rp_clean=0
-        fi
-    done
-    [ "$rp_clean" = 1 ]
-}
-PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+"""
+    + _WIPE_FUNCTIONS
+    + r"""PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 """
 )
 

@@ -14,14 +14,11 @@ can run in it any more, and wiping never follows a symlink planted by a sample.
 from __future__ import annotations
 
 import io
-import json
 import logging
 import os
 import secrets
 import shutil
-import socket
 import tarfile
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -29,85 +26,43 @@ from typing import Any
 from docker.errors import APIError, NotFound
 from docker.types import Mount
 
+from repomin.runners.scratch import DOCKER_PREFIX, make_scratch, mount_tmpfs, remove_tree
 from repomin.tree import Tree, materialise
 
 log = logging.getLogger(__name__)
 
-#: Prefix of the runner's host scratch directories (one per runner, reaped when stale).
-SCRATCH_PREFIX = "repomin-docker-"
-OWNER_FILE = "owner.json"
 PROBE_MOUNT = "/repomin-probe"
 
 
-def scratch_parent() -> Path:
-    """Where bind directories live: tmpfs when available (copies to disk cost seconds)."""
-    shm = Path("/dev/shm")
-    if shm.is_dir() and os.access(shm, os.W_OK):
-        return shm
-    return Path(tempfile.gettempdir())
-
-
-def process_start(pid: int) -> str:
-    """The kernel's start time of ``pid`` (guards against pid reuse), or ``""``."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    return stat.rpartition(")")[2].split()[19]
-
-
-def owner_alive(host: str, pid: int, start: str) -> bool:
-    """Whether the session that recorded ``host/pid/start`` may still be running.
-
-    Sessions of other hosts are assumed alive: nothing here can tell.
-    """
-    if host != socket.gethostname():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return not start or process_start(pid) in ("", start)
-
-
-def owner_record() -> dict[str, str]:
-    pid = os.getpid()
-    return {"host": socket.gethostname(), "pid": str(pid), "pid_start": process_start(pid)}
-
-
 class ScratchRoot:
-    """This runner's host directory: bind sources for workers and the probe."""
+    """This runner's host directory: the bind sources of workers (each a sized tmpfs mount)."""
 
     def __init__(self, session_label: str) -> None:
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in session_label)[:40]
-        self.path = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{safe}-", dir=scratch_parent()))
-        (self.path / OWNER_FILE).write_text(json.dumps(owner_record()))
+        self.path = make_scratch(f"{DOCKER_PREFIX}{safe}-")
 
-    def directory(self, name: str, uid: int, gid: int) -> Path:
+    def directory(self, name: str, uid: int, gid: int, size: str | None = None) -> Path:
+        """A new directory for ``uid:gid``; with ``size``, a ``nosuid,nodev`` tmpfs of that size.
+
+        Raises :class:`OSError` when the tmpfs cannot be mounted (not root, no ``mount``).
+        """
         path = self.path / name
         path.mkdir()
+        if size is not None:
+            options = f"mode=0755,uid={uid},gid={gid}" + ("" if size == "none" else f",size={size}")
+            why = mount_tmpfs(path, options)
+            if why is not None:
+                path.rmdir()
+                raise PermissionError(why)
         os.chown(path, uid, gid)
         return path
 
+    def drop(self, path: Path) -> None:
+        """Unmount and remove one directory made by :meth:`directory`."""
+        remove_tree(path)
+
     def remove(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
-
-
-def reap_stale_dirs(parent: Path | None = None) -> int:
-    """Remove scratch directories whose owning session is dead; returns how many."""
-    removed = 0
-    for path in (parent or scratch_parent()).glob(f"{SCRATCH_PREFIX}*"):
-        try:
-            owner = json.loads((path / OWNER_FILE).read_text())
-            alive = owner_alive(owner["host"], int(owner["pid"]), owner.get("pid_start", ""))
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if not alive:
-            shutil.rmtree(path, ignore_errors=True)
-            removed += 1
-    return removed
+        remove_tree(self.path)
 
 
 def wipe(directory: Path) -> None:
@@ -178,9 +133,9 @@ def probe_bind(
     back through the engine: a remote engine either rejects the mount or sees another file.
     """
     try:
-        probe = scratch.directory("probe", uid, gid)
-    except PermissionError:
-        return "cannot hand files to the sample user (not root)"
+        probe = scratch.directory("probe", uid, gid, size="1m")
+    except PermissionError as exc:
+        return f"cannot give the sample a sized tmpfs at /work here ({exc})"
     token = secrets.token_hex(16)
     (probe / "token").write_text(token)
     cid: str | None = None
@@ -205,7 +160,7 @@ def probe_bind(
                 api.remove_container(cid, force=True)
             except APIError:
                 log.debug("could not remove probe container %s", cid)
-        shutil.rmtree(probe, ignore_errors=True)
+        scratch.drop(probe)
 
 
 def probe_shell(api: Any, image_id: str, labels: dict[str, str], host_config: Any) -> bool:

@@ -26,6 +26,7 @@ from typing import Any
 from repomin.errors import UsageError
 from repomin.runners import sandbox
 from repomin.runners.base import OUTPUT_LIMIT, Outcome, RunRequest
+from repomin.runners.scratch import reap_stale_scratch
 from repomin.tree import Tree, materialise
 
 #: Variables every sample gets from ReproMin itself (values are per-sample paths, or PATH).
@@ -194,8 +195,9 @@ class HostRunner:
 
 def reap_stale(root: Path) -> None:
     """Remove sample directories left by ReproMin processes that died (e.g. SIGKILL), after
-    killing whatever their recorded sample process groups left running."""
-    sandbox.reap_stale(root, "repomin-")
+    killing whatever their recorded sample process groups left running; the Docker runner's
+    scratch directories of dead runs too."""
+    reap_stale_scratch([root])
 
 
 def _kill_group(pid: int) -> None:
