@@ -187,3 +187,14 @@ def test_rejected_with_a_passing_gate_needs_a_veto() -> None:
     assert validate_report(data).rules() == {"holdout.status"}
     data["holdout_certification"] = _holdout(["passed"] * 9 + ["failed"], "certified")
     assert validate_report(data).valid
+
+
+def test_failure_spec_without_the_optional_exit_code_is_valid() -> None:
+    data = load()
+    assert check_report(data) == []
+    assert data["failure_spec"].get("exit_code") is None
+    del data["failure_spec"]["exit_code"]  # the spec makes exit_code optional
+    assert check_report(data) == []
+    data["failure_spec"]["process_failure"] = True
+    data["failure_spec"]["exit_code"] = 3
+    assert "failure_spec.process_exit_code" in {p.rule for p in check_report(data)}

@@ -21,7 +21,8 @@ from repomin.report.io import SCHEMA_VERSION, structural_errors
 
 
 def environment_digest(env: Mapping[str, str]) -> str:
-    """SHA-256 over sorted ``NAME=VALUE`` pairs (values never leave the machine)."""
+    """SHA-256 of ``repomin-env-v1\\n`` then ``NAME\\0VALUE\\n`` per name in sorted order (values
+    never leave the machine)."""
     h = hashlib.sha256(b"repomin-env-v1\n")
     for name in sorted(env):
         h.update(name.encode() + b"\0" + env[name].encode() + b"\n")

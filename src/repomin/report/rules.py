@@ -117,11 +117,11 @@ def check_failure_spec(report: dict[str, Any]) -> list[Problem]:
                     "at most one is allowed",
                 )
             )
-        if spec["process_failure"] and spec["exit_code"] is not None:
+        if spec["process_failure"] and spec.get("exit_code") is not None:
             problems.append(
                 Problem(
                     "failure_spec.process_exit_code",
-                    f"failure_spec combines process_failure with exit_code {spec['exit_code']}",
+                    f"failure_spec combines process_failure with exit_code {spec.get('exit_code')}",
                 )
             )
         if spec["match"] != report["failure_match"]:
@@ -132,7 +132,7 @@ def check_failure_spec(report: dict[str, Any]) -> list[Problem]:
                     f"{report['failure_match']!r}",
                 )
             )
-        if spec["match"] is None and spec["exit_code"] is None and not modes:
+        if spec["match"] is None and spec.get("exit_code") is None and not modes:
             problems.append(
                 Problem(
                     "failure_spec.criterion",
