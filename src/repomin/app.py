@@ -9,6 +9,7 @@ filesystem untouched.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -28,8 +29,8 @@ from repomin.export import sidecar_dir
 from repomin.failure.contract import FailureContract
 from repomin.options import STRATEGY_VERSION, ReduceOptions, parse_env, plan_schedule
 from repomin.oracle import Oracle, OracleHooks
-from repomin.progress import NullProgress, Progress
-from repomin.report.build import render_markdown
+from repomin.progress import NullProgress, ObservedRunner, Progress
+from repomin.report.human import files_of_tree, render_repomin_md
 from repomin.report.io import write_json_atomic, write_text_atomic
 from repomin.runners.base import Runner
 from repomin.runners.host import HostRunner
@@ -132,7 +133,8 @@ def execute(
     side = sidecar_dir(options.output.absolute())
     report_path = side / "report.json"
     write_json_atomic(report_path, report)
-    write_text_atomic(side / "REPOMIN.md", render_markdown(report, options.output.name))
+    notes = render_repomin_md(report, options.output.name, files_of_tree(searched.tree))
+    write_text_atomic(side / "REPOMIN.md", notes)
     if searched.stop_reason == "interrupted":
         return ReduceResult(report, report_path, 130)
     if session is not None:
@@ -163,8 +165,10 @@ def build_context(
     session_root: Path,
     started: float,
 ) -> stage.Context:
-    """The collaborators of one reduction: ledger, oracle (with progress hooks), runner."""
+    """The collaborators of one reduction: ledger, oracle (with progress hooks), and the runner
+    wrapped so that the display sees every run start and finish."""
     ledger = Ledger()
+    runner = ObservedRunner(runner, progress)
     oracle = Oracle(
         runner=runner,
         contract=FailureContract(options.spec),
@@ -178,9 +182,11 @@ def build_context(
         stop=stop,
         jobs=options.jobs,
     )
-    oracle.attach(
-        OracleHooks(
-            on_sample=lambda _: progress.update(runs=oracle.samples + 1, inflight=oracle.inflight)
-        )
-    )
+
+    def on_sample(_: object) -> None:
+        # θ halves when the policy escalates; the display shows the one the report records.
+        with contextlib.suppress(RuntimeError):  # no policy before the baseline has finished
+            progress.update(theta=oracle.policy.theta)
+
+    oracle.attach(OracleHooks(on_sample=on_sample))
     return stage.Context(options, runner, oracle, ledger, progress, stop, session_root, started)

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from repomin.diagnose import check_command
 from repomin.errors import UsageError
 from repomin.failure.contract import FailureSpec
 from repomin.holdout import HoldoutConfig
@@ -51,6 +52,7 @@ class ReduceOptions:
     semantic: SemanticConfig | None = None
 
     def __post_init__(self) -> None:
+        check_command(self.command)
         if self.timeout <= 0:
             raise UsageError(f"--timeout {self.timeout} must be positive (seconds)")
         if self.jobs < 1:

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from repomin.accounting import Ledger
-from repomin.errors import Interrupted, ReproMinError
+from repomin.diagnose import BaselineWatch, check_ignored
+from repomin.errors import BaselineError, Interrupted, ReproMinError
 from repomin.export import check_output_location, export_payload
 from repomin.fingerprint import Fingerprint
 from repomin.holdout import not_requested, run_holdout
@@ -36,7 +37,7 @@ from repomin.progress import Progress
 from repomin.reducer import Mutation, Reduction, ReductionResult, run_passes
 from repomin.report import execution as rx
 from repomin.report.build import ReportInputs, build_report
-from repomin.runners.base import Runner
+from repomin.runners.base import Outcome, Runner
 from repomin.selection import Selection, SelectionOptions, select
 from repomin.semantic import SemanticClient, describe_spec, failure_context, no_provenance
 from repomin.session import Session, StoredBaseline
@@ -103,16 +104,16 @@ def open_session(options: ReduceOptions, selected: Selected, root: Path) -> Sess
 def baseline_stage(ctx: Context, selected: Selected, session: Session | None) -> Baselined:
     """Run (or restore) the baseline, learn the policy, restore a resumed session's state."""
     oracle, source = ctx.oracle, selected.source
-    ctx.progress.update(
-        phase="baseline", files=source.file_count, bytes=source.byte_count, jobs=ctx.options.jobs
-    )
-    t0 = time.monotonic()
     stored = session.load_baseline() if session is not None else None
+    ctx.progress.stage("baseline", None if stored is not None else oracle.config.baseline_runs)
+    ctx.progress.update(files=source.file_count, bytes=source.byte_count, jobs=ctx.options.jobs)
+    t0 = time.monotonic()
     if stored is not None:
         oracle.restore(stored.policy, stored.signature)
         baseline = stored.baseline
     else:
-        baseline = _run_baseline(ctx, source, session)
+        baseline = _run_baseline(ctx, selected, session)
+    ctx.progress.update(theta=oracle.policy.theta)
     rx.baseline_event(
         ctx.ledger, baseline, oracle.policy, source, time.monotonic() - t0, stored is not None
     )
@@ -131,20 +132,49 @@ def baseline_stage(ctx: Context, selected: Selected, session: Session | None) ->
     return Baselined(baseline, session, initial)
 
 
-def _run_baseline(ctx: Context, source: Tree, session: Session | None) -> Baseline:
+def _run_baseline(ctx: Context, selected: Selected, session: Session | None) -> Baseline:
     resumable = " (the session is kept: rerun with --resume)" if session is not None else ""
+    oracle = ctx.oracle
+    # The first baseline run that does not reproduce is shown at once (issue 16).
+    watch = BaselineWatch(lambda: oracle.contract, ctx.progress.notice)
+    hooks = oracle.hooks
+    oracle.attach(replace(hooks, on_baseline_run=lambda _i, outcome, _m: watch(outcome)))
     try:
-        baseline = ctx.oracle.run_baseline(source)
+        baseline = oracle.run_baseline(selected.source)
     except StopSearch:
         raise Interrupted(
             f"interrupted during the baseline; nothing was written{resumable}"
         ) from None
+    except BaselineError as exc:
+        if ctx.stop.is_set():
+            raise Interrupted(
+                f"interrupted during the baseline; nothing was written{resumable}"
+            ) from None
+        raise BaselineError(_baseline_diagnosis(ctx, selected, exc.message, watch)) from None
+    finally:
+        oracle.attach(replace(oracle.hooks, on_baseline_run=hooks.on_baseline_run))
     if ctx.stop.is_set():
         raise Interrupted(f"interrupted during the baseline; nothing was written{resumable}")
     if session is not None:
         policy, signature = ctx.oracle.policy, ctx.oracle.contract.signature
         session.save_baseline(StoredBaseline(baseline, policy, signature))
     return baseline
+
+
+def _baseline_diagnosis(
+    ctx: Context, selected: Selected, message: str, watch: BaselineWatch
+) -> str:
+    """The baseline error with the first failing run; exit 2 naming ignored paths instead when
+    one run on the unfiltered tree reproduces (``diagnose.check_ignored``)."""
+    oracle = ctx.oracle
+
+    def run_once(tree: Tree) -> Outcome:
+        ctx.progress.stage("ignore check (unfiltered tree)", 1)
+        return oracle.sample(tree, "ignore-check", phase=None, budgeted=False)
+
+    ignored = check_ignored(ctx.options.src, selected.selection, run_once, oracle.contract)
+    notes = [n for n in (watch.note, ignored) if n]
+    return message + "".join(f"; {n}" for n in notes)
 
 
 # -- trace ------------------------------------------------------------------------------------
@@ -155,7 +185,7 @@ def trace_stage(ctx: Context, tree: Tree) -> TraceResult:
     options = ctx.options
     if "trace" not in options.schedule:
         return disabled()
-    ctx.progress.update(phase="trace")
+    ctx.progress.stage("traced run", 1)
     request = ctx.oracle.request
     result = trace_opened_files(
         ctx.runner,
@@ -187,7 +217,9 @@ def search_stage(
     )
     for name in options.schedule:
         ctx.ledger.phase(name)
-    result = run_passes(reduction, options.schedule, passes=_passes(options, trace))
+    result = run_passes(
+        reduction, options.schedule, passes=_passes(options, trace), on_pass=ctx.progress.stage
+    )
     if result.stop_reason == "interrupted" and not options.export_on_interrupt:
         hint = f" --resume --session {ctx.session_root}" if session is not None else ""
         raise Interrupted(
@@ -201,7 +233,6 @@ def _on_accept(ctx: Context, session: Session | None, m: Mutation) -> None:
     if session is not None:
         session.record_mutation(m.phase, m.description, m.tree)
     ctx.progress.update(
-        phase=m.phase,
         files=m.tree.file_count,
         bytes=m.tree.byte_count,
         accepted=ctx.ledger.accepted,
@@ -232,10 +263,11 @@ def _passes(options: ReduceOptions, trace: TraceResult) -> dict[str, Pass]:
 def validate_stage(ctx: Context, searched: ReductionResult) -> rx.FinalRuns:
     """Fixed-size final runs of the accepted tree (none after an interrupt)."""
     best = searched.tree
-    ctx.progress.update(phase="final validation", files=best.file_count, bytes=best.byte_count)
     t0 = time.monotonic()
     interrupted = searched.stop_reason == "interrupted"
     planned = 0 if interrupted else ctx.oracle.planned_final_runs()
+    ctx.progress.stage("final", planned)
+    ctx.progress.update(files=best.file_count, bytes=best.byte_count)
     passes, runs, exit_code = ctx.oracle.final_validation(best, planned)
     final = rx.FinalRuns(
         passes,
@@ -259,7 +291,7 @@ def certify_stage(ctx: Context, searched: ReductionResult, fp: Fingerprint) -> d
     options = ctx.options
     if options.holdout is None or searched.stop_reason == "interrupted":
         return not_requested()
-    ctx.progress.update(phase="holdout")
+    ctx.progress.stage("holdout", options.holdout.runs)
     exported = select(options.output, SelectionOptions(ignored_names=(), use_gitignore=False)).tree
     if exported.digest != searched.tree.digest:
         raise ReproMinError("internal error: the exported payload differs from the accepted tree")

@@ -244,15 +244,16 @@ def render_line(snap: Snapshot) -> str:
     rate = snap.runs / snap.elapsed if snap.elapsed > 0 else 0.0
     age = f" oldest {snap.oldest_age:.1f}s" if snap.oldest_age is not None else ""
     theta = f"θ {snap.theta:.3f}" if snap.theta is not None else "θ after baseline"
+    # The clock comes first so that a narrow terminal (the line is cut at its width) keeps it.
     return "  ".join(
         (
+            clock(snap.elapsed),
             stage,
             size,
             f"runs {snap.runs} ({rate:.1f}/s)",
             f"in flight {snap.inflight}/{snap.jobs}{age}",
             f"accepted {snap.accepted}",
             theta,
-            clock(snap.elapsed),
         )
     )
 

@@ -184,11 +184,13 @@ def run_passes(
     *,
     max_rounds: int = 50,
     passes: dict[str, Pass] | None = None,
+    on_pass: Callable[[str], None] | None = None,
 ) -> ReductionResult:
     """Run passes to a fixpoint, most productive (bytes removed per sample) first.
 
     Passes in :data:`~repomin.passes.STALL_ONLY` run only in a round where the others made no
-    progress; if they then make progress, the normal passes get another round.
+    progress; if they then make progress, the normal passes get another round. ``on_pass``
+    sees the name of every pass as it starts (the live display's stage).
     """
     instances: dict[str, Pass] = passes or {name: REGISTRY[name]() for name in schedule}
     order = [n for n in schedule if n not in STALL_ONLY]
@@ -197,11 +199,11 @@ def run_passes(
     try:
         while rounds < max_rounds:
             rounds += 1
-            yield_ = {name: _run_pass(reduction, name, instances[name]) for name in order}
+            yield_ = {n: _run_pass(reduction, n, instances[n], on_pass) for n in order}
             progress = any(v is not None for v in yield_.values())
             if not progress:
                 progress = any(
-                    _run_pass(reduction, name, instances[name]) is not None for name in last_resort
+                    _run_pass(reduction, n, instances[n], on_pass) is not None for n in last_resort
                 )
             if not progress:
                 oracle = reduction.oracle
@@ -224,8 +226,15 @@ def run_passes(
     return ReductionResult(reduction.current, "max_rounds", rounds)
 
 
-def _run_pass(reduction: Reduction, name: str, instance: Pass) -> float | None:
+def _run_pass(
+    reduction: Reduction,
+    name: str,
+    instance: Pass,
+    on_pass: Callable[[str], None] | None = None,
+) -> float | None:
     """Run one pass; its yield (bytes removed per sample), or None if the tree did not change."""
+    if on_pass is not None:
+        on_pass(name)
     before = reduction.current
     samples_before = reduction.oracle.samples
     started = time.monotonic()

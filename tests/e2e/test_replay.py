@@ -154,6 +154,8 @@ def test_replay_on_a_hand_fixed_payload(reduced: Reduced, tmp_path: Path) -> Non
     assert result.exit_code == 1, result.output
     assert "MODIFIED" in result.stdout
     assert "the failure reproduced in 0 of 3 runs" in result.stdout
+    # a replay that never reproduces explains its first run (status, contract, output tail)
+    assert "replay run 1 did not reproduce: exit code" in result.stderr
 
 
 @pytest.mark.slow

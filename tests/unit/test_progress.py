@@ -30,7 +30,7 @@ class FakeClock:
 def test_first_frame_has_every_field() -> None:
     line = render_line(ProgressState(clock=FakeClock()).snapshot())
     assert line == (
-        "starting  size ?  runs 0 (0.0/s)  in flight 0/1  accepted 0  θ after baseline  0:00"
+        "0:00  starting  size ?  runs 0 (0.0/s)  in flight 0/1  accepted 0  θ after baseline"
     )
 
 
@@ -53,8 +53,8 @@ def test_baseline_counts_eta_inflight_and_age() -> None:
     # 7 runs in 9.5 s: 13 remaining take 13 * 9.5 / 7 = 17.6 s
     assert eta_seconds(snap) == 13 * 9.5 / 7
     assert render_line(snap) == (
-        "baseline 7/20 ETA 0:17  18 files 4.1 kB  runs 7 (0.7/s)  in flight 2/2 oldest 2.5s  "
-        "accepted 0  θ after baseline  0:09"
+        "0:09  baseline 7/20 ETA 0:17  18 files 4.1 kB  runs 7 (0.7/s)  in flight 2/2 oldest "
+        "2.5s  accepted 0  θ after baseline"
     )
 
 
@@ -69,7 +69,7 @@ def test_stage_change_resets_count_and_pass_has_no_eta() -> None:
     snap = state.snapshot()
     assert (snap.stage, snap.stage_done, snap.runs) == ("files", 0, 1)
     assert eta_seconds(snap) is None
-    assert render_line(snap).startswith("files  size ?")
+    assert render_line(snap).startswith("0:00  files  size ?")
     assert "θ 0.430" in render_line(snap)
     assert "accepted 3" in render_line(snap)
 

@@ -14,7 +14,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][0-9A-Za-z]")
-_CLOCK = re.compile(r"(\d+):(\d\d)$")
+_CLOCK = re.compile(r"^(\d+):(\d\d)  ")
 
 CHILD = r"""
 import sys

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import click
@@ -41,19 +42,17 @@ def reduce_cmd(args: ReduceArgs) -> None:
     options = to_options(args)
     result = execute(options, make_progress(quiet=args.quiet, verbose=args.verbose))
     if not args.quiet:
-        _summary(result.report, str(options.output), str(result.report_path), result.exit_code)
+        _summary(result.report, options.output, result.report_path, result.exit_code)
     sys.exit(result.exit_code)
 
 
-def _summary(rep: dict[str, Any], output: str, report_path: str, exit_code: int) -> None:
-    src, out, ex = rep["source"], rep["output"], rep["execution"]
-    click.echo(
-        f"repomin: {src['files']} files / {src['bytes']} B -> {out['files']} files / "
-        f"{out['bytes']} B in {ex['oracle_samples']} runs "
-        f"({rep['accepted_mutations']} accepted mutations, {rep['cache_hits']} cache hits)"
-    )
-    click.echo(f"repomin: payload: {output}")
-    click.echo(f"repomin: report:  {report_path}")
+def _summary(rep: dict[str, Any], output: Path, report_path: Path, exit_code: int) -> None:
+    """The human summary (``repomin.report.human``), then the holdout and any warning."""
+    from repomin.report.human import files_on_disk, render_terminal
+
+    for line in render_terminal(rep, output, report_path, files_on_disk(output)):
+        click.echo(line)
+    ex = rep["execution"]
     hold = rep["holdout_certification"]
     if hold["status"] != "not_requested":
         click.echo(

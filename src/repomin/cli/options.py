@@ -136,9 +136,19 @@ class ReduceArgs:
         metavar="PATH",
         help="Never remove or edit this path relative to SRC (repeatable).",
     )
-    confidence: float = opt("--confidence", type=float, default=0.95, show_default=True)
+    confidence: float = opt(
+        "--confidence",
+        type=float,
+        default=0.95,
+        show_default=True,
+        help="Confidence of every bound and test (baseline bound, candidate tests, final test).",
+    )
     min_baseline_rate: float = opt(
-        "--min-baseline-rate", type=float, default=0.1, show_default=True
+        "--min-baseline-rate",
+        type=float,
+        default=0.1,
+        show_default=True,
+        help="Stop (exit 2) when the baseline's lower bound on the failure rate is below this.",
     )
     min_candidate_rate: float | None = opt(
         "--min-candidate-rate",
@@ -146,7 +156,13 @@ class ReduceArgs:
         default=None,
         help="Candidate threshold theta (default: half the baseline lower bound).",
     )
-    baseline_runs: int = opt("--baseline-runs", type=int, default=20, show_default=True)
+    baseline_runs: int = opt(
+        "--baseline-runs",
+        type=int,
+        default=20,
+        show_default=True,
+        help="Runs of the unreduced tree that measure the failure rate before the search.",
+    )
     candidate_runs: int = opt(
         "--candidate-runs",
         type=int,
@@ -214,7 +230,7 @@ class ReduceArgs:
         "--holdout-min-rate",
         type=float,
         default=None,
-        help="Rate p0 to certify (default: the candidate threshold).",
+        help="Rate p0 to certify (default: --min-candidate-rate when given, else 0.5).",
     )
     session_dir: Path | None = opt(
         "--session",
@@ -263,8 +279,12 @@ class ReduceArgs:
         show_default=True,
         help="How trees reach the container (auto: bind when the engine is local).",
     )
-    quiet: bool = flag("--quiet", "-q")
-    verbose: bool = flag("--verbose", "-v")
+    quiet: bool = flag(
+        "--quiet", "-q", help="Print nothing but errors (no live line, notices or summary)."
+    )
+    verbose: bool = flag(
+        "--verbose", "-v", help="Also print every accepted mutation and stage result."
+    )
 
 
 # -- translation ------------------------------------------------------------------------------

@@ -195,6 +195,11 @@ def replay_cmd(
         obs = rp.run_replay(plan, tree, runner, env)
     finally:
         runner.close()
+    if not obs.reproduced and obs.first_miss is not None:
+        from repomin.diagnose import describe_run
+
+        for line in describe_run("replay run 1", plan.contract, obs.first_miss):
+            click.echo(f"repomin: {line}", err=True)
     _observed(obs, min_rate)
 
 

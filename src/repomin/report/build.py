@@ -1,4 +1,5 @@
-"""Assemble ``report.json`` and ``REPOMIN.md`` from what a reduction recorded.
+"""Assemble ``report.json`` from what a reduction recorded (``REPOMIN.md`` is rendered from
+the report by :mod:`repomin.report.human`).
 
 Everything here is derived from recorded counts and configuration; nothing is assigned by hand.
 The written report is checked against the shipped schema before it is written.
@@ -7,7 +8,6 @@ The written report is checked against the shipped schema before it is written.
 from __future__ import annotations
 
 import hashlib
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +15,7 @@ from typing import Any
 from repomin import __version__
 from repomin.accounting import Ledger
 from repomin.errors import ReportError
-from repomin.failure.contract import FailureContract, FailureSpec
+from repomin.failure.contract import FailureContract
 from repomin.fingerprint import COMPLETE_POLICY, CONTENT_POLICY, Fingerprint
 from repomin.report.io import SCHEMA_VERSION, structural_errors
 
@@ -81,47 +81,3 @@ def build_report(inputs: ReportInputs) -> dict[str, Any]:
     if problems:
         raise ReportError("internal error: the report does not match its schema: " + problems[0])
     return report
-
-
-def render_markdown(report: dict[str, Any], output_name: str) -> str:
-    """``REPOMIN.md``: a human summary with the command to rerun."""
-    src, out = report["source"], report["output"]
-    ex = report["execution"]
-    hold = report.get("holdout_certification", {}).get("status", "not_requested")
-    env_names = ex.get("environment_names", [])
-    env_line = " ".join(f"{n}=..." for n in env_names) + " " if env_names else ""
-    lines: list[str | None] = [
-        "# ReproMin reproducer",
-        "",
-        f"This tree ({out['files']} files, {out['bytes']} bytes) was reduced from "
-        f"{src['files']} files, {src['bytes']} bytes by ReproMin {report['repomin_version']}.",
-        "",
-        "## Rerun",
-        "",
-        "From inside the payload directory:",
-        "",
-        "```sh",
-        f"cd {shlex.quote(output_name)}",
-        f"{env_line}sh -c {shlex.quote(report['command'])}",
-        "```",
-        "",
-        "Or let ReproMin replay it in a fresh copy:",
-        "",
-        "```sh",
-        f"repomin report replay {shlex.quote(output_name + '.repomin/report.json')} "
-        f"--payload {shlex.quote(output_name)} --yes",
-        "```",
-        "",
-        "## Failure contract",
-        "",
-        f"- oracle mode: `{FailureSpec.from_json(report['failure_spec']).oracle_mode}`",
-        f"- match: `{report['failure_match']}`" if report["failure_match"] is not None else None,
-        f"- baseline: {ex['baseline_passes']}/{ex['baseline_runs']} runs reproduced; "
-        f"final validation: {ex['final_passes']}/{ex['final_runs']}",
-        f"- sampling policy: `{ex['sampling_policy']}` at confidence {ex['confidence']}",
-        f"- holdout certification: `{hold}`",
-        "",
-        "Keep `report.json` and this file beside the payload; do not copy them into the tree.",
-        "",
-    ]
-    return "\n".join(line for line in lines if line is not None)

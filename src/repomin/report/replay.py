@@ -82,6 +82,8 @@ class ReplayObservation:
     timeouts: int
     resource_exhausted: int
     confidence: float
+    #: The first run that did not reproduce, explained when none did (``repomin.diagnose``).
+    first_miss: Outcome | None = None
 
     @property
     def reproduced(self) -> bool:
@@ -276,4 +278,5 @@ def run_replay(
         timeouts=sum(1 for o in outcomes if o.timed_out),
         resource_exhausted=sum(1 for o in outcomes if o.resource_exhausted),
         confidence=plan.confidence,
+        first_miss=next((o for o in outcomes if not plan.contract.reproduces(o)), None),
     )
