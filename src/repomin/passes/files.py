@@ -1,10 +1,11 @@
-"""Hierarchical deletion of directories and files (HDD): whole subtrees first.
+"""Hierarchical deletion of directories and files (HDD) with a learning search per level.
 
 Visits directories breadth-first from the root. At each directory the deletable children
-(files, symlinks, subdirectories, largest first) are reduced with ``ddmin_delete``; surviving
-subdirectories are visited next. One accepted candidate can remove thousands of files; a
-repository where a few files matter costs roughly ``depth x log(width)`` decisions per file.
-Kept paths (``--keep``) and directories containing them are never deleted.
+(files, symlinks, subdirectories, largest first) go through the learning deletion search
+(``passes.learning``: probabilistic delta debugging, priors from the latest trace and the
+reference distances when known, 1-minimal over the children); surviving subdirectories are
+visited next. One accepted candidate can remove thousands of files. Kept paths (``--keep``)
+and directories containing them are never deleted.
 """
 
 from __future__ import annotations
@@ -12,12 +13,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from repomin.passes.base import Problem, ddmin_delete
+from repomin.passes.base import Problem
+from repomin.passes.hints import SearchHints
+from repomin.passes.learning import SURVIVOR_PRIOR, learn_delete
 from repomin.tree import Tree
+
+
+def describe_paths(chunk: Sequence[str]) -> str:
+    head = ", ".join(chunk[:3])
+    more = f" and {len(chunk) - 3} more" if len(chunk) > 3 else ""
+    return f"delete {head}{more}"
 
 
 class DeleteFiles:
     name: ClassVar[str] = "files"
+
+    def __init__(self, hints: SearchHints | None = None) -> None:
+        self.hints = hints or SearchHints()
+        #: Paths that survived an earlier search: likely needed again (tested singly first).
+        self.survived: set[str] = set()
 
     def run(self, problem: Problem) -> None:
         queue = [""]
@@ -36,12 +50,13 @@ class DeleteFiles:
                 keep = set(remaining)
                 return problem.current.without(u for u in units if u not in keep)
 
-            def describe(chunk: Sequence[str]) -> str:
-                head = ", ".join(chunk[:3])
-                more = f" and {len(chunk) - 3} more" if len(chunk) > 3 else ""
-                return f"delete {head}{more}"
-
             if units:
-                ddmin_delete(problem, self.name, units, build, describe)
+                priors = self.hints.file_priors(tree, units)
+                priors = [
+                    max(p, SURVIVOR_PRIOR) if u in self.survived else p
+                    for u, p in zip(units, priors, strict=True)
+                ]
+                kept = learn_delete(problem, self.name, units, build, describe_paths, priors)
+                self.survived.update(kept)
             after = problem.current
             queue.extend(c for c in children if after.is_dir(c))

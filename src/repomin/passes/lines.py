@@ -1,4 +1,4 @@
-"""Line deletion inside text files (ddmin with halving chunk sizes), largest files first.
+"""Line deletion inside text files (the learning deletion search), largest files first.
 
 Binary files are never cut. Kept paths are never edited. Lines keep their own endings, so a
 file's last line without a newline stays that way. The structure passes' syntax guard applies:
@@ -11,13 +11,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from repomin.passes.base import Problem, ddmin_delete
+from repomin.passes.base import Problem
+from repomin.passes.learning import SURVIVOR_PRIOR, learn_delete
 from repomin.passes.textedit import Guard, propose, syntax_guard, text_files
 from repomin.tree import Tree
 
 
 class DeleteLines:
     name: ClassVar[str] = "lines"
+
+    def __init__(self) -> None:
+        #: (path, line) pairs that survived an earlier search: tested alone first next time.
+        self.survived: set[tuple[str, bytes]] = set()
 
     def run(self, problem: Problem) -> None:
         for path in text_files(problem):
@@ -37,4 +42,9 @@ class DeleteLines:
                 where = f"line {first}" if first == last else f"lines {first}-{last}"
                 return f"delete {where} of {path}"
 
-            ddmin_delete(problem, self.name, numbered, build, describe)
+            base = 1.0 / max(1, len(numbered))
+            priors = [
+                SURVIVOR_PRIOR if (path, line) in self.survived else base for _, line in numbered
+            ]
+            kept = learn_delete(problem, self.name, numbered, build, describe, priors)
+            self.survived.update((path, line) for _, line in kept)
