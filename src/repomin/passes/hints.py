@@ -68,4 +68,4 @@ def attach(passes: Mapping[str, object], hints: SearchHints) -> None:
     """Give every pass that accepts hints (a ``hints`` attribute) the shared object."""
     for instance in passes.values():
         if hasattr(instance, "hints"):
-            instance.hints = hints  # type: ignore[attr-defined]
+            instance.hints = hints

@@ -132,9 +132,9 @@ def learn_delete(
                 model.p[i] = PRIOR_MAX
         proposed: list[list[int]] = []
 
-        def candidates(base: Model = model, proposed: list[list[int]] = proposed) -> Iterator[
-            tuple[Tree, str]
-        ]:
+        def candidates(
+            base: Model = model, proposed: list[list[int]] = proposed, digest: str = digest
+        ) -> Iterator[tuple[Tree, str]]:
             spec = base.copy()
             while spec.undecided():
                 subset = spec.choose()
