@@ -30,11 +30,13 @@ from repomin.holdout import not_requested, run_holdout
 from repomin.options import ReduceOptions
 from repomin.oracle import Oracle, StopSearch
 from repomin.passes import REGISTRY, Pass
+from repomin.passes.hints import SearchHints, attach
 from repomin.passes.refs import RefsCut
 from repomin.passes.semantic import SemanticReduce
 from repomin.passes.trace import TraceCut
 from repomin.progress import Progress
 from repomin.reducer import Mutation, Reduction, ReductionResult, run_passes
+from repomin.refs import distances as refs_distances
 from repomin.report import execution as rx
 from repomin.report.build import ReportInputs, build_report
 from repomin.runners.base import Outcome, Runner
@@ -245,8 +247,12 @@ def _on_accept(ctx: Context, session: Session | None, m: Mutation) -> None:
 
 
 def _passes(options: ReduceOptions, trace: TraceResult) -> dict[str, Pass]:
-    """Pass instances; the trace cut and the semantic pass get their inputs here."""
+    """Pass instances; the trace cut, the semantic pass and the search hints (trace and
+    reference-distance priors of the learning deletion search) get their inputs here."""
     instances: dict[str, Pass] = {name: REGISTRY[name]() for name in options.schedule}
+    hints = SearchHints(distances=lambda tree: refs_distances(tree, command=options.command))
+    hints.update_trace(trace)
+    attach(instances, hints)
     if "trace" in instances:
         instances["trace"] = TraceCut(trace)
     if "refs" in instances:

@@ -13,6 +13,7 @@ from repomin.passes.brackets import DeleteBrackets
 from repomin.passes.files import DeleteFiles
 from repomin.passes.lines import DeleteLines
 from repomin.passes.normalise import Normalise
+from repomin.passes.pyexpr import PythonExpressions
 from repomin.passes.python_ast import PythonReduce
 from repomin.passes.refs import RefsCut
 from repomin.passes.semantic import SemanticReduce
@@ -28,6 +29,7 @@ REGISTRY: dict[str, type[Pass]] = {
     DeleteBlocks.name: DeleteBlocks,
     DeleteBrackets.name: DeleteBrackets,
     DeleteLines.name: DeleteLines,
+    PythonExpressions.name: PythonExpressions,
     DeleteTokens.name: DeleteTokens,
     SemanticReduce.name: SemanticReduce,
 }
@@ -44,10 +46,12 @@ DEFAULT_SCHEDULE: tuple[str, ...] = (
     "blocks",
     "brackets",
     "lines",
+    "pyexpr",
     "tokens",
 )
 
-#: Expensive passes the driver runs only in a round where every other pass made no progress.
-STALL_ONLY: frozenset[str] = frozenset({"tokens"})
+#: Expensive passes the driver runs only in a round where every other pass made no progress
+#: (in schedule order; the first that makes progress gives the others another round).
+STALL_ONLY: frozenset[str] = frozenset({"pyexpr", "tokens"})
 
 __all__ = ["DEFAULT_SCHEDULE", "REGISTRY", "STALL_ONLY", "Pass", "Problem"]

@@ -25,6 +25,10 @@ def describe_paths(chunk: Sequence[str]) -> str:
     return f"delete {head}{more}"
 
 
+def _present(tree: Tree, path: str) -> bool:
+    return path in tree or tree.is_dir(path)
+
+
 class DeleteFiles:
     name: ClassVar[str] = "files"
 
@@ -56,7 +60,15 @@ class DeleteFiles:
                     max(p, SURVIVOR_PRIOR) if u in self.survived else p
                     for u, p in zip(units, priors, strict=True)
                 ]
-                kept = learn_delete(problem, self.name, units, build, describe_paths, priors)
+                kept = learn_delete(
+                    problem,
+                    self.name,
+                    units,
+                    build,
+                    describe_paths,
+                    priors,
+                    sync=lambda kept: [_present(problem.current, u) for u in kept],
+                )
                 self.survived.update(kept)
             after = problem.current
             queue.extend(c for c in children if after.is_dir(c))

@@ -9,6 +9,7 @@ than one next to them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -18,6 +19,8 @@ from repomin.tree import Tree
 #: Multipliers of the base prior (1/N): untouched by the latest trace, touched by it.
 UNTOUCHED = 0.25
 TOUCHED = 2.0
+#: Reference distances beyond this count as this far (unreachable files are ``math.inf``).
+FAR = 8.0
 
 
 @dataclass
@@ -27,9 +30,10 @@ class SearchHints:
     trace: TraceResult | None = None
     #: Runs the traced run on a tree (an event, never an oracle sample); None: no re-trace.
     retrace: Callable[[Tree], TraceResult] | None = None
-    #: Per-path distance from the reference-graph roots (e.g. the ``refs`` engineer's graph).
-    distances: Callable[[Tree], Mapping[str, int]] | None = None
+    #: Per-file distance from the reference-graph roots (``repomin.refs.distances``).
+    distances: Callable[[Tree], Mapping[str, float]] | None = None
     _touched: frozenset[str] | None = field(default=None, repr=False)
+    _distance_cache: tuple[str, Mapping[str, float]] | None = field(default=None, repr=False)
 
     def update_trace(self, trace: TraceResult) -> None:
         if trace.opened is not None:
@@ -48,18 +52,30 @@ class SearchHints:
             self._touched = frozenset(found)
         return self._touched
 
+    def distance_of(self, tree: Tree, unit: str) -> float | None:
+        """A file's reference distance, a directory's nearest file's; None when unknown."""
+        if self.distances is None:
+            return None
+        if self._distance_cache is None or self._distance_cache[0] != tree.digest:
+            self._distance_cache = (tree.digest, self.distances(tree))
+        known = self._distance_cache[1]
+        if unit in known:
+            return min(FAR, known[unit])
+        below = [known[p] for p in tree.under(unit) if p in known] if tree.is_dir(unit) else []
+        return min(FAR, min(below)) if below else None
+
     def file_priors(self, tree: Tree, units: list[str]) -> list[float]:
         """Priors (probability of being needed) for deleting ``units`` (paths) of ``tree``."""
         base = 1.0 / max(1, len(units))
         touched = self.touched()
-        distance = self.distances(tree) if self.distances is not None else None
         priors = []
         for unit in units:
             p = base
             if touched is not None:
                 p *= TOUCHED if unit in touched else UNTOUCHED
-            if distance is not None and unit in distance:
-                p /= 1 + max(0, distance[unit])
+            distance = self.distance_of(tree, unit)
+            if distance is not None and not math.isnan(distance):
+                p /= 1 + max(0.0, distance)
             priors.append(p)
         return priors
 

@@ -108,11 +108,16 @@ def learn_delete(
     describe: Callable[[Sequence[U]], str],
     priors: Sequence[float] | None = None,
     stats: SearchStats[U] | None = None,
+    sync: Callable[[Sequence[U]], Sequence[bool] | None] | None = None,
 ) -> list[U]:
     """Delete as many ``units`` as possible; returns the survivors (1-minimal over units).
 
     ``build(remaining)`` makes the candidate tree that keeps exactly ``remaining`` (in the
     given order); ``priors[i]`` is the caller's estimate that ``units[i]`` is needed.
+    ``sync(survivors)``, called after every acceptance, says which survivors are still in the
+    new incumbent (with ``--jobs > 1`` one acceptance may fold in other candidates' deletions),
+    or returns None when the incumbent no longer matches the units (the search then stops
+    early, and the caller's next round starts from the new content).
     """
     n = len(units)
     if priors is not None and len(priors) != n:
@@ -152,6 +157,11 @@ def learn_delete(
             model.delete(proposed[won])
             if stats is not None:
                 stats.accepted += 1
+            if sync is not None:
+                still = sync([units[i] for i in model.order])
+                if still is None:
+                    break
+                model.delete([i for i, ok in zip(model.order, still, strict=True) if not ok])
     survivors = [units[i] for i in model.order]
     if stats is not None:
         stats.survivors = survivors

@@ -46,5 +46,11 @@ class DeleteLines:
             priors = [
                 SURVIVOR_PRIOR if (path, line) in self.survived else base for _, line in numbered
             ]
-            kept = learn_delete(problem, self.name, numbered, build, describe, priors)
+            def sync(kept: Sequence[tuple[int, bytes]], path: str = path) -> list[bool] | None:
+                entry = problem.current.entries.get(path)
+                if entry is None or entry.data != b"".join(line for _, line in kept):
+                    return None  # another candidate was folded into this file
+                return [True] * len(kept)
+
+            kept = learn_delete(problem, self.name, numbered, build, describe, priors, sync=sync)
             self.survived.update((path, line) for _, line in kept)
