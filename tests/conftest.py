@@ -39,6 +39,9 @@ class FakeRunner:
     def describe(self) -> dict[str, Any]:
         return {"backend": "host"}
 
+    def kill_all(self) -> None:
+        pass
+
     def close(self) -> None:
         pass
 

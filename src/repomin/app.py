@@ -87,9 +87,7 @@ def _signals_stop(stop: threading.Event, runner: Runner) -> Iterator[None]:
 
     def handler(signum: int, frame: object) -> None:
         stop.set()
-        kill = getattr(runner, "kill_all", None)
-        if callable(kill):
-            kill()
+        runner.kill_all()
 
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -111,6 +109,9 @@ def execute(
     session_root = options.session_dir or default_session_dir(options.output)
     stop = threading.Event()
     runner = runner_factory(options)
+    if reason := runner.describe().get("docker_strategy_reason"):
+        strategy = runner.describe()["docker_strategy"]
+        progress.notice(f"Docker runs {strategy} (slower than the sample agent): {reason}")
     try:
         session = stage.open_session(options, selected, session_root)
     except BaseException:

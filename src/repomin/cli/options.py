@@ -259,11 +259,20 @@ class ReduceArgs:
         help="Container network (--backend docker).",
     )
     memory: str | None = opt(
-        "--memory", default=None, help="Container memory limit, e.g. 512m (swap included)."
+        "--memory",
+        default=None,
+        help="Container memory limit incl. swap, e.g. 512m [default: min(2g, RAM/(2*jobs))]; "
+        "none lifts it.",
     )
     cpus: float | None = opt("--cpus", type=float, default=None, help="Container CPU limit.")
-    pids_limit: int | None = opt(
-        "--pids-limit", type=int, default=None, help="Container process limit."
+    pids_limit: str | None = opt(
+        "--pids-limit", default=None, help="Container process limit [default: 512]; none lifts it."
+    )
+    tmp_size: str | None = opt(
+        "--tmp-size", default=None, help="Size of the container's /tmp [default: 512m]; or none."
+    )
+    work_size: str | None = opt(
+        "--work-size", default=None, help="Size of the container's /work [default: 1g]; or none."
     )
     user: str | None = opt(
         "--user", default=None, help="Numeric UID[:GID] in the container (default 65534)."
@@ -374,11 +383,13 @@ def _backend_options(a: ReduceArgs) -> dict[str, Any]:
             "fresh_container": a.fresh_container,
             "pull": a.pull,
             "transport": None if a.docker_transport == "auto" else a.docker_transport,
+            "tmp_size": a.tmp_size,
+            "work_size": a.work_size,
         }
-    docker_only = (a.image, a.memory, a.cpus, a.pids_limit, a.user)
+    docker_only = (a.image, a.memory, a.cpus, a.pids_limit, a.user, a.tmp_size, a.work_size)
     if any(v is not None for v in docker_only) or a.fresh_container or a.pull:
         raise UsageError(
-            "--image/--memory/--cpus/--pids-limit/--user/--fresh-container/--pull need "
-            "--backend docker"
+            "--image/--memory/--cpus/--pids-limit/--user/--tmp-size/--work-size/"
+            "--fresh-container/--pull need --backend docker"
         )
     return {}

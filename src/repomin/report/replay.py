@@ -30,6 +30,7 @@ from repomin.fingerprint import CONTENT_POLICY
 from repomin.parallel import map_samples
 from repomin.report.build import environment_digest
 from repomin.runners.base import Outcome, Runner, RunRequest
+from repomin.runners.docker_limits import RECORDED_SETTINGS, replay_settings
 from repomin.selection import SelectionOptions, select
 from repomin.tree import Tree
 
@@ -37,17 +38,6 @@ log = logging.getLogger(__name__)
 
 #: Infrastructure errors (never a verdict) are retried this many times per run.
 INFRA_RETRIES = 3
-#: The recorded ``execution`` fields a Docker replay reuses (network policy, limits, strategy).
-DOCKER_SETTINGS = frozenset(
-    {
-        "docker_network",
-        "docker_memory",
-        "docker_cpus",
-        "docker_pids_limit",
-        "docker_user",
-        "docker_strategy",
-    }
-)
 #: Fallback confidence for the observation's bounds when the report records none.
 DEFAULT_CONFIDENCE = 0.95
 
@@ -133,7 +123,7 @@ def plan_replay(
         docker_image_id=image if isinstance(image, str) else None,
         confidence=float(execution.get("confidence", DEFAULT_CONFIDENCE)),
         docker_settings=tuple(
-            (key, value) for key, value in execution.items() if key in DOCKER_SETTINGS
+            (key, value) for key, value in execution.items() if key in RECORDED_SETTINGS
         ),
     )
 
@@ -229,15 +219,9 @@ def make_runner(plan: ReplayPlan) -> Runner:
             "this ReproMin build has no Docker backend; replay the docker report with a build "
             "that has one"
         ) from None
-    settings = dict(plan.docker_settings)
     runner = DockerRunner(
         image=plan.docker_image_id,
-        network=str(settings.get("docker_network", "none")),
-        memory=settings.get("docker_memory"),
-        cpus=settings.get("docker_cpus"),
-        pids_limit=settings.get("docker_pids_limit"),
-        user=settings.get("docker_user"),
-        fresh_container=settings.get("docker_strategy") == "container-per-sample",
+        **replay_settings(dict(plan.docker_settings)),
         pull=False,
         jobs=plan.jobs,
         session_label=f"replay-{secrets.token_hex(6)}",

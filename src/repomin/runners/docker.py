@@ -111,6 +111,8 @@ class DockerRunner:
             raise UsageError(f"tree transport {transport!r} is not 'bind' or 'stream'")
         if strategy not in (None, "agent", "exec"):
             raise UsageError(f"Docker strategy {strategy!r} is not 'agent' or 'exec'")
+        if strategy is not None and fresh_container:
+            raise UsageError("a Docker strategy and --fresh-container exclude each other")
         settings = functools.partial(
             parse_limits,
             network=network,
@@ -202,24 +204,15 @@ class DockerRunner:
         if not self.has_shell:
             if strategy is not None:
                 raise UsageError(
-                    f"image {self.image!r} has no /bin/sh, which --docker-strategy {strategy} "
+                    f"image {self.image!r} has no /bin/sh, which the {strategy} strategy "
                     "needs; drop it (one container per sample is used) or add a shell"
                 )
             if not self.fresh_container:
-                log.warning(
-                    "image %s has no /bin/sh: running one container per sample (slower); "
-                    "pass --fresh-container to choose this explicitly",
-                    self.image,
-                )
-            self.strategy, self.strategy_reason = "fresh", "the image has no /bin/sh"
+                # Chosen automatically: recorded, and shown by the pipeline as a notice.
+                self.strategy_reason = "the image has no /bin/sh"
+            self.strategy = "fresh"
             return
         self._all_slots[0].worker = self._start_worker()
-        if self.strategy == "exec" and strategy is None:
-            log.warning(
-                "image %s cannot switch users for the sample agent (no nsenter or setpriv): "
-                "one docker exec per sample (slower)",
-                self.image,
-            )
 
     def _start_worker(self) -> Worker:
         if self.strategy != "agent":

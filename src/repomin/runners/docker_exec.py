@@ -2,9 +2,10 @@
 
 ``agent`` (the default) sends the request over the worker's attached stream
 (:class:`~repomin.runners.docker_agent.AgentChannel`): no engine API call per sample.
-``exec`` (images where the agent cannot switch to the sample user, or ``--docker-strategy
-exec``) runs :data:`~repomin.runners.docker_script.SAMPLE_SCRIPT` as the sample user in one
-exec; the client keeps the deadline and a second exec kills the sample at the timeout.
+``exec`` (images where the agent cannot switch to the sample user, or
+``DockerRunner(strategy="exec")``) runs :data:`~repomin.runners.docker_script.SAMPLE_SCRIPT`
+as the sample user in one exec; the client keeps the deadline and a second exec kills the
+sample at the timeout.
 
 Both return ``(outcome, healthy)``: an unhealthy worker (a sample it could not reap or wipe)
 is recycled by the runner. Engine trouble raises :class:`EngineFailure` or an engine error.

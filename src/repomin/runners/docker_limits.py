@@ -15,6 +15,7 @@ Every limit is on by default and each can be lifted explicitly with ``none``:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,3 +206,43 @@ def parse_limits(
         work_size=work,
         defaults=defaults,
     )
+
+
+#: The recorded ``execution`` fields that rebuild a Docker boundary (see :func:`replay_settings`).
+RECORDED_SETTINGS = frozenset(
+    {
+        "docker_network",
+        "docker_memory",
+        "docker_cpus",
+        "docker_pids_limit",
+        "docker_user",
+        "docker_strategy",
+        "docker_tmp_size",
+        "docker_work_size",
+    }
+)
+
+
+def replay_settings(recorded: Mapping[str, Any]) -> dict[str, Any]:
+    """``DockerRunner`` keyword arguments that rebuild the boundary a report recorded.
+
+    A recorded ``null`` limit means "no limit" and is replayed as ``"none"``, never as today's
+    default; so is a size a report older than the defaults does not record (it had none).
+    """
+
+    def limit(key: str) -> LimitSpec:
+        value = recorded.get(key)
+        return "none" if value is None else value
+
+    strategy = recorded.get("docker_strategy")
+    return {
+        "network": str(recorded.get("docker_network", "none")),
+        "memory": limit("docker_memory"),
+        "cpus": recorded.get("docker_cpus"),
+        "pids_limit": limit("docker_pids_limit"),
+        "user": recorded.get("docker_user"),
+        "tmp_size": limit("docker_tmp_size"),
+        "work_size": limit("docker_work_size"),
+        "fresh_container": strategy == "container-per-sample",
+        "strategy": "exec" if strategy == "exec-per-sample" else None,
+    }

@@ -1,0 +1,134 @@
+"""The Docker runner's default limits, their parsing, the CLI flags and their replay (no engine)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from repomin.cli.main import cli
+from repomin.errors import UsageError
+from repomin.runners.docker_limits import (
+    GIB,
+    MIB,
+    RECORDED_SETTINGS,
+    default_memory,
+    parse_limits,
+    replay_settings,
+)
+
+ALL_DEFAULTS = ("memory", "pids_limit", "tmp_size", "work_size")
+
+
+@pytest.mark.parametrize(
+    ("host", "jobs", "expected"),
+    [
+        (24 * GIB, 1, 2 * GIB),  # capped at 2 GiB
+        (24 * GIB, 8, 24 * GIB // 16),  # 1.5 GiB: half the RAM shared by 8 workers
+        (2 * GIB, 2, 512 * MIB),
+        (512 * MIB, 2, 256 * MIB),  # the floor
+        (None, 4, 2 * GIB),  # RAM unknown
+        (0, 1, 2 * GIB),
+    ],
+)
+def test_default_memory(host: int | None, jobs: int, expected: int) -> None:
+    assert default_memory(host, jobs) == expected
+
+
+def test_every_limit_is_on_by_default() -> None:
+    limits = parse_limits(host_memory=8 * GIB, jobs=2)
+    assert (limits.memory, limits.memory_bytes) == ("2048m", 2 * GIB)
+    assert limits.pids_limit == 512
+    assert (limits.tmp_size, limits.shm_size, limits.work_size) == ("512m", "64m", "1g")
+    assert limits.defaults == ALL_DEFAULTS
+    described = limits.describe()
+    assert described["docker_limit_defaults"] == list(ALL_DEFAULTS)
+    assert described["docker_work_mount"] == "tmpfs,nosuid,nodev"
+    options = limits.tmpfs_options(mode="1777", size=limits.tmp_size).split(",")
+    assert {"nosuid", "nodev", "size=512m", "mode=1777"} <= set(options)
+
+
+def test_none_lifts_each_limit_and_values_are_kept() -> None:
+    lifted = parse_limits(memory="none", pids_limit="NONE", tmp_size="none", work_size=" none ")
+    assert (lifted.memory, lifted.memory_bytes, lifted.pids_limit) == (None, None, None)
+    assert (lifted.tmp_size, lifted.work_size, lifted.defaults) == (None, None, ())
+    assert "size=" not in lifted.tmpfs_options(mode="1777", size=lifted.tmp_size)
+    given = parse_limits(memory="1g", pids_limit="100", tmp_size="2g", work_size="300m")
+    assert (given.memory, given.memory_bytes, given.pids_limit) == ("1g", GIB, 100)
+    assert (given.tmp_size, given.work_size, given.defaults) == ("2g", "300m", ())
+    assert parse_limits(pids_limit=64, tmp_size="1g").defaults == ("memory", "work_size")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"pids_limit": "lots"}, r"--pids-limit 'lots' is not a number \(e.g. 512\) or none"),
+        ({"pids_limit": 8}, "use at least 16"),
+        ({"tmp_size": "tiny"}, r"--tmp-size 'tiny' is not a size of at least 1m"),
+        ({"work_size": "10k"}, r"--work-size '10k' is not a size"),
+        ({"memory": "1m"}, r"--memory '1m' is not a size of at least 6m"),
+    ],
+)
+def test_bad_limits_name_the_value_and_the_fix(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        parse_limits(**kwargs)  # type: ignore[arg-type]
+
+
+def test_replay_rebuilds_the_recorded_boundary_never_todays_defaults() -> None:
+    recorded = parse_limits(memory="none", pids_limit=64, tmp_size="none").describe()
+    recorded["docker_strategy"] = "exec-per-sample"
+    settings = replay_settings({k: v for k, v in recorded.items() if k in RECORDED_SETTINGS})
+    assert settings["memory"] == "none"  # recorded null: no limit, not the 2 GiB default
+    assert settings["pids_limit"] == 64
+    assert (settings["tmp_size"], settings["work_size"]) == ("none", "1g")
+    assert (settings["strategy"], settings["fresh_container"]) == ("exec", False)
+    again = parse_limits(
+        **{k: settings[k] for k in ("memory", "pids_limit", "tmp_size", "work_size", "user")}
+    ).describe()
+    for key in ("docker_memory", "docker_pids_limit", "docker_tmp_size", "docker_work_size"):
+        assert again[key] == recorded[key], key
+
+
+def test_a_report_older_than_the_defaults_replays_without_limits() -> None:
+    old = {"docker_network": "none", "docker_memory": None, "docker_pids_limit": None}
+    settings = replay_settings(old | {"docker_strategy": "container-per-sample"})
+    assert settings["fresh_container"] is True and settings["strategy"] is None
+    assert {settings[k] for k in ("memory", "pids_limit", "tmp_size", "work_size")} == {"none"}
+
+
+def _reduce(tmp_path: Path, *extra: str) -> tuple[int, str]:
+    src = tmp_path / "src"
+    src.mkdir(exist_ok=True)
+    (src / "f.txt").write_text("x\n")
+    argv = [
+        "reduce",
+        str(src),
+        "-o",
+        str(tmp_path / "out"),
+        "--command",
+        "false",
+        "--exit-code",
+        "1",
+        *extra,
+    ]
+    result = CliRunner().invoke(cli, argv)
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize("flag", ["--tmp-size=1g", "--work-size=1g", "--pids-limit=none"])
+def test_docker_flags_need_the_docker_backend(tmp_path: Path, flag: str) -> None:
+    code, output = _reduce(tmp_path, flag)
+    assert code == 2
+    assert "need --backend docker" in output
+    assert len(output.strip().splitlines()) == 1
+
+
+def test_a_bad_limit_exits_2_before_the_engine_is_asked(tmp_path: Path) -> None:
+    code, output = _reduce(tmp_path, "--backend", "docker", "--image", "x", "--pids-limit", "lots")
+    assert code == 2
+    assert (
+        output.strip()
+        .splitlines()[-1]
+        .endswith("--pids-limit 'lots' is not a number (e.g. 512) or none")
+    ), output
