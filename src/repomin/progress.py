@@ -333,6 +333,9 @@ class ObservedRunner:
     def close(self) -> None:
         self.inner.close()
 
+    def kill_all(self) -> None:
+        self.inner.kill_all()
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
