@@ -45,9 +45,6 @@ class FakeRunner:
     def close(self) -> None:
         pass
 
-    def kill_all(self) -> None:
-        pass  # runs are function calls: nothing is ever in flight to kill
-
 
 def make_repo(root: Path, n_files: int, needed: list[str], *, seed: int = 1) -> list[str]:
     """A nested repository of ``n_files`` files; ``needed`` paths get a marker line."""
