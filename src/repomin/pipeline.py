@@ -220,7 +220,10 @@ def search_stage(
     for name in options.schedule:
         ctx.ledger.phase(name)
     result = run_passes(
-        reduction, options.schedule, passes=_passes(options, trace), on_pass=ctx.progress.stage
+        reduction,
+        options.schedule,
+        passes=_passes(options, trace, lambda tree: _retrace(ctx, tree, trace.method)),
+        on_pass=ctx.progress.stage,
     )
     if result.stop_reason == "interrupted" and not options.export_on_interrupt:
         hint = f" --resume --session {ctx.session_root}" if session is not None else ""
@@ -246,13 +249,36 @@ def _on_accept(ctx: Context, session: Session | None, m: Mutation) -> None:
     )
 
 
-def _passes(options: ReduceOptions, trace: TraceResult) -> dict[str, Pass]:
+def _retrace(ctx: Context, tree: Tree, method: str) -> TraceResult:
+    """A traced run of the current tree for the re-traced cut: an event, not an oracle sample."""
+    request = ctx.oracle.request
+    result = trace_opened_files(
+        ctx.runner,
+        tree,
+        request.command,
+        request.env,
+        request.timeout,
+        methods=(method,),
+        reproduces=ctx.oracle.contract.reproduces,
+    )
+    rx.trace_event(ctx.ledger, result, tree)
+    return result
+
+
+def _passes(
+    options: ReduceOptions,
+    trace: TraceResult,
+    retrace: Callable[[Tree], TraceResult] | None = None,
+) -> dict[str, Pass]:
     """Pass instances; the trace cut, the semantic pass and the search hints (trace and
-    reference-distance priors of the learning deletion search) get their inputs here."""
+    reference-distance priors of the learning deletion search, the re-trace callback) get
+    their inputs here."""
     instances: dict[str, Pass] = {name: REGISTRY[name]() for name in options.schedule}
-    hints = SearchHints(distances=lambda tree: refs_distances(tree, command=options.command))
+    hints = SearchHints(
+        retrace=retrace if trace.usable else None,
+        distances=lambda tree: refs_distances(tree, command=options.command),
+    )
     hints.update_trace(trace)
-    attach(instances, hints)
     if "trace" in instances:
         instances["trace"] = TraceCut(trace)
     if "refs" in instances:
@@ -260,6 +286,7 @@ def _passes(options: ReduceOptions, trace: TraceResult) -> dict[str, Pass]:
     if "semantic" in instances and options.semantic is not None:
         context = failure_context(options.command, describe_spec(options.spec))
         instances["semantic"] = SemanticReduce(SemanticClient(options.semantic), context)
+    attach(instances, hints)
     return instances
 
 

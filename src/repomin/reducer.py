@@ -250,5 +250,6 @@ def _run_pass(
 
 
 def _files_first(order: list[str]) -> list[str]:
-    """File deletion always runs before content passes: it is the cheapest per byte."""
-    return sorted(order, key=lambda n: 0 if n == "files" else 1)
+    """File deletion always runs before content passes: it is the cheapest per byte. The
+    trace cut (which re-traces after content edits) runs just before it."""
+    return sorted(order, key=lambda n: 0 if n == "trace" else 1 if n == "files" else 2)

@@ -229,3 +229,59 @@ def test_wrapper_quotes_the_command() -> None:
     script = wrapper_script("echo 'a b' \"$HOME\"; exit 4", None, "tok", ("strace", "atime"))
     assert "'echo '\"'\"'a b'\"'\"' \"$HOME\"; exit 4'" in script
     assert script.rstrip().endswith('exit "$__rm_rc"')
+
+
+def _loads(tree: Tree) -> frozenset[str]:
+    """What a traced run of ``main.txt`` touches: itself and every ``load X`` it names."""
+    main = tree.entries["main.txt"].data.decode() if "main.txt" in tree.entries else ""
+    named = {line.split()[1] for line in main.splitlines() if line.startswith("load ")}
+    return frozenset({"main.txt"} | {n for n in named if n in tree.entries})
+
+
+def test_retrace_after_a_content_edit_cuts_what_is_no_longer_loaded() -> None:
+    from repomin.passes.hints import SearchHints
+
+    main = "load x.txt\nload y.txt\nBUG\n"
+    tree = text_tree({"main.txt": main, "x.txt": "", "y.txt": "", "z": ""})
+
+    def fails(t: Tree) -> bool:  # the failure needs BUG, and every named file must exist
+        main = t.entries["main.txt"].data.decode() if "main.txt" in t.entries else ""
+        named = {line.split()[1] for line in main.splitlines() if line.startswith("load ")}
+        return "BUG" in main and named <= set(t.entries)
+
+    traced: list[str] = []
+
+    def retrace(t: Tree) -> TraceResult:
+        traced.append(t.digest)
+        return TraceResult("strace", _loads(t), "ok", reproduced=fails(t))
+
+    cut = TraceCut(TraceResult("strace", _loads(tree), "ok"))
+    cut.hints = SearchHints(retrace=retrace)
+    problem = PredicateProblem(tree, fails)
+    cut.run(problem)
+    assert set(problem.current.entries) == {"main.txt", "x.txt", "y.txt"} and not traced
+    cut.run(problem)  # nothing changed in content: no traced run
+    assert not traced
+    # a content pass drops the line that loads y.txt
+    problem._current = problem.current.replace("main.txt", b"load x.txt\nBUG\n")
+    cut.run(problem)
+    assert len(traced) == 1
+    assert set(problem.current.entries) == {"main.txt", "x.txt"}
+    assert cut.hints.trace is not None and cut.hints.trace.opened == {"main.txt", "x.txt"}
+    cut.run(problem)  # the tree it traced: no second traced run
+    assert len(traced) == 1
+
+
+def test_retrace_that_does_not_reproduce_is_not_used() -> None:
+    from repomin.passes.hints import SearchHints
+
+    tree = text_tree({"main.txt": "load a\n", "a": "", "b": ""})
+    cut = TraceCut(TraceResult("strace", frozenset({"main.txt", "a", "b"}), "ok"))
+    cut.hints = SearchHints(
+        retrace=lambda t: TraceResult("strace", frozenset({"main.txt"}), "ok", reproduced=False)
+    )
+    problem = PredicateProblem(tree, lambda t: True)
+    cut.run(problem)
+    problem._current = problem.current.replace("main.txt", b"load\n")
+    cut.run(problem)
+    assert problem.calls == 0 and set(problem.current.entries) == {"main.txt", "a", "b"}

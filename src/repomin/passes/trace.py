@@ -1,7 +1,8 @@
 """The ``trace`` pass: delete every file the traced run never touched, in one candidate.
 
-It runs once, before anything else, from a :class:`~repomin.trace.TraceResult` the driver
-obtained right after the baseline. The candidate keeps every touched path, every tree entry on
+It runs first, from a :class:`~repomin.trace.TraceResult` the driver obtained right after the
+baseline, and again (a fresh traced run) in later rounds after content edits (see
+:class:`TraceCut`). The candidate keeps every touched path, every tree entry on
 the way to one (a symlinked directory in ``link/file``), the targets of kept symlinks, and kept
 paths (``--keep``); with the atime method, which cannot see symlinks or directories, all
 symlinks and empty directories stay too. If the oracle rejects the candidate, nothing happens:
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from typing import ClassVar
 
 from repomin.passes.base import Problem
+from repomin.passes.hints import SearchHints
 from repomin.trace import TraceResult
 from repomin.tree import Tree
 
@@ -46,26 +48,68 @@ def kept_by_trace(tree: Tree, trace: TraceResult, protected: Callable[[str], boo
 
 
 class TraceCut:
-    """Proposes the trace-guided cut once; a no-op without a usable trace."""
+    """Proposes the trace-guided cut; later, after content edits, re-traces and cuts again.
+
+    The first run uses the trace the pipeline took right after the baseline. In every later
+    round, when ``hints.retrace`` is available, the first trace was usable, and some file's
+    content changed since the tree last traced (a content pass may have removed the code that
+    loaded other files), the command is traced again on the current tree (an event, never an
+    oracle sample) and deleting everything that run no longer touched is proposed as one
+    candidate. A traced run that did not reproduce the failure is not used (it may have taken
+    another path). Each new trace also refreshes the priors of the deletion search.
+    """
 
     name: ClassVar[str] = "trace"
 
     def __init__(self, trace: TraceResult | None = None) -> None:
         self.trace = trace
         self.done = False
+        self.hints: SearchHints | None = None
+        #: The tree the latest trace ran on (content changes are measured against it).
+        self._traced: Tree | None = None
+        self.retraces = 0
 
     def run(self, problem: Problem) -> None:
-        if self.done or self.trace is None or self.trace.opened is None:
+        if self.trace is None or self.trace.opened is None:
             return
-        self.done = True
+        if not self.done:
+            self.done = True
+            self._traced = problem.current  # the baseline tree's trace, up to the journal
+            self._cut(problem, self.trace, "traced run")
+            return
+        retrace = self.hints.retrace if self.hints is not None else None
         tree = problem.current
-        keep = kept_by_trace(tree, self.trace, problem.protected)
+        if retrace is None or self._traced is None or not _content_changed(self._traced, tree):
+            return
+        self._traced = tree
+        self.retraces += 1
+        result = retrace(tree)
+        if result.opened is None or result.reproduced is False:
+            return
+        if self.hints is not None:
+            self.hints.update_trace(result)
+        self._cut(problem, result, f"re-traced run {self.retraces}")
+
+    def _cut(self, problem: Problem, trace: TraceResult, which: str) -> None:
+        tree = problem.current
+        keep = kept_by_trace(tree, trace, problem.protected)
         drop = [p for p in tree.entries if p not in keep]
         if not drop:
             return
         candidate = tree.without(drop)
+        gone = tree.file_count - candidate.file_count
         description = (
-            f"delete the {tree.file_count - candidate.file_count} files the traced run "
-            f"({self.trace.method}) never touched; keep {candidate.file_count}"
+            f"delete the {gone} file{'' if gone == 1 else 's'} the {which} ({trace.method}) "
+            f"never touched; keep {candidate.file_count}"
         )
         problem.try_first(self.name, [(candidate, description)])
+
+
+def _content_changed(before: Tree, after: Tree) -> bool:
+    """Did a file present in both trees change its content (not only deletions)?"""
+    old = before.entries
+    for path, entry in after.entries.items():
+        prior = old.get(path)
+        if prior is not None and prior is not entry and prior.data != entry.data:
+            return True
+    return False
