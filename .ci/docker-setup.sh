@@ -98,3 +98,55 @@ install_packages
 docker info --format 'docker-setup: engine {{.ServerVersion}}, {{.Driver}}, cgroup v{{.CgroupVersion}}' ||
     true
 "$here/docker/build-test-images.sh" $python_flag || warn "building the test images failed"
+
+# ReproMin's own image (docker/Dockerfile) on the local Python test image, built with the
+# host's pip CA bundle and index when one is configured (a TLS-inspecting proxy or a private
+# mirror); skipped with a note when there is none, when not asked for (--python) or when the
+# build fails (the tests do not need this image).
+pip_setting() {
+    for py in "${VIRTUAL_ENV:-/nonexistent}/bin/python" python3; do
+        value=$("$py" -m pip config get "$1" 2>/dev/null) && [ -n "$value" ] &&
+            { printf '%s\n' "$value" | head -1; return 0; }
+    done
+    return 1
+}
+
+build_repomin_image() {
+    image=${REPOMIN_IMAGE:-repomin:ci}
+    ca=${REPOMIN_BUILD_CA:-${PIP_CERT:-$(pip_setting global.cert)}}
+    if [ -z "$ca" ] || [ ! -r "$ca" ]; then
+        echo "docker-setup: no CA bundle configured for pip; not building $image"
+        return 0
+    fi
+    index=${PIP_INDEX_URL:-$(pip_setting global.index-url)}
+    extra=${PIP_EXTRA_INDEX_URL:-$(pip_setting global.extra-index-url)}
+    echo "docker-setup: building $image from $PYTHON_BASE with the CA bundle $ca"
+    # A private build context: the bundle goes in as docker/ca.pem (too big for an argument),
+    # and the checkout is left as it is.
+    context=$(mktemp -d) || return 0
+    log=$context.log
+    cp -r "$here/pyproject.toml" "$here/README.md" "$here/src" "$here/docker" "$context/" &&
+        cp "$ca" "$context/docker/ca.pem" || { rm -rf "$context"; return 0; }
+    # shellcheck disable=SC2086
+    if timeout "${REPOMIN_IMAGE_BUILD_TIMEOUT:-1200}" docker build -q --network host \
+        -f "$context/docker/Dockerfile" -t "$image" --build-arg BASE="$PYTHON_BASE" \
+        --build-arg INDEX_URL="$index" --build-arg EXTRA_INDEX_URL="$extra" \
+        ${HTTPS_PROXY:+--build-arg HTTPS_PROXY="$HTTPS_PROXY"} \
+        ${https_proxy:+--build-arg https_proxy="$https_proxy"} \
+        ${HTTP_PROXY:+--build-arg HTTP_PROXY="$HTTP_PROXY"} \
+        ${http_proxy:+--build-arg http_proxy="$http_proxy"} \
+        "$context" >"$log" 2>&1 &&
+        docker run --rm --network none "$image" --version; then
+        echo "docker-setup: built $image"
+    else
+        tail -5 "$log" >&2
+        echo "WARNING: docker-setup: building $image failed (log: $log); the tests do not need it" >&2
+    fi
+    rm -rf "$context"
+}
+
+PYTHON_BASE=${REPOMIN_PYTHON_IMAGE:-repomin-test/python:1}
+if [ -n "$python_flag" ] && docker image inspect "$PYTHON_BASE" >/dev/null 2>&1; then
+    build_repomin_image
+fi
+exit 0

@@ -1,13 +1,16 @@
-"""Per-sample overhead of the Docker runner against the host runner and a container per sample.
+"""Per-sample overhead of the Docker runner's strategies against the host runner, in one run.
 
-    python benchmarks/docker_overhead.py [--image REF] [--samples N] [--jobs N]
+    PYTHONPATH=src python benchmarks/docker_overhead.py [--image REF] [--samples N] [--jobs N]
 
-Runs ``true`` on generated trees (1 MB / 200 files and 10 MB / 1,000 files), each sample on
-a tree not seen before (like a new candidate), with: the host runner; the Docker runner's default
-strategy (one worker container, one exec per sample) with each tree transport this machine
-supports; and ``--fresh-container`` (one container per sample).
-Prints medians and the ratios the design is judged by, in one run. Needs a Docker engine and
-the image (``docker/build-test-images.sh``).
+Runs ``true`` -- a command that costs nothing, so what is measured is the boundary -- with:
+the host runner (its default boundary, and the cheaper supervisor-only one); the Docker runner's
+sample agent (``agent-per-worker``, the default) and one ``docker exec`` per sample
+(``exec-per-sample``), each with every tree transport this machine supports; and one container
+per sample (``--fresh-container``). Every sample gets a tree not seen before (as a new candidate
+would), on two trees: 50 files / 5 KB ("trivial") and 200 files / 1 MB. Prints, per strategy,
+the median wall time of one sample (one thread), the difference to the default host runner's
+median, and the throughput with ``--jobs`` threads. Needs a Docker engine and the image
+(``docker/build-test-images.sh``); nothing is written but to stdout.
 """
 
 from __future__ import annotations
@@ -28,12 +31,17 @@ from repomin.runners.docker import DockerRunner
 from repomin.runners.host import HostRunner
 from repomin.tree import Entry, Tree
 
+HOST = "host"
+FRESH = "docker container/sample"
+
 
 def make_tree(files: int, total_bytes: int) -> Tree:
-    size = total_bytes // files
+    size = max(1, total_bytes // files)
     return Tree.of(
         {
-            f"pkg{i % 20}/mod{i}.txt": Entry("file", (os.urandom(size // 2).hex().encode())[:size])
+            f"pkg{i % 20}/mod{i}.txt": Entry(
+                "file", (os.urandom(size // 2 + 1).hex().encode())[:size]
+            )
             for i in range(files)
         }
     )
@@ -42,10 +50,9 @@ def make_tree(files: int, total_bytes: int) -> Tree:
 def per_sample(runner: Any, tree: Tree, samples: int, jobs: int) -> tuple[float, float]:
     """Median seconds per sample (one thread) and samples per second with ``jobs`` threads."""
     request = RunRequest("true", {}, 60)
-    # Every sample gets a tree nobody has seen (as a new candidate would): no cache helps.
     first = next(iter(tree))
     variants = [tree.replace(first, f"variant {i}\n".encode()) for i in range(samples + 2)]
-    for variant in variants[:2]:  # warm-up: worker start
+    for variant in variants[:2]:  # warm-up: worker start, first connection
         outcome = runner.run(variant, request)
         if outcome.exit_code != 0:
             raise SystemExit(f"benchmark sample failed on {runner.backend}: {outcome}")
@@ -56,52 +63,55 @@ def per_sample(runner: Any, tree: Tree, samples: int, jobs: int) -> tuple[float,
         times.append(time.perf_counter() - started)
     per_thread = max(1, samples // jobs)
     started = time.perf_counter()
-    threads = [
-        threading.Thread(
-            target=lambda k=k: [
-                runner.run(variants[(k * per_thread + i) % len(variants)], request)
-                for i in range(per_thread)
-            ]
-        )
-        for k in range(jobs)
-    ]
+
+    def work(k: int) -> None:
+        for i in range(per_thread):
+            runner.run(variants[(k * per_thread + i) % len(variants)], request)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(jobs)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    throughput = per_thread * jobs / (time.perf_counter() - started)
-    return statistics.median(times), throughput
+    return statistics.median(times), per_thread * jobs / (time.perf_counter() - started)
+
+
+def strategies(image: str, jobs: int, samples: int) -> list[tuple[str, Callable[[], Any], int]]:
+    label = f"repomin-bench-{uuid.uuid4().hex[:8]}"
+
+    def docker(**kwargs: Any) -> Callable[[], Any]:
+        return lambda: DockerRunner(image=image, session_label=label, jobs=jobs, **kwargs)
+
+    return [
+        (HOST, HostRunner, samples),
+        ("host, supervisor only", lambda: HostRunner(isolation="supervisor"), samples),
+        ("docker agent, bind", docker(strategy="agent", transport="bind"), samples),
+        ("docker agent, stream", docker(strategy="agent", transport="stream"), samples),
+        ("docker exec, bind", docker(strategy="exec", transport="bind"), samples),
+        ("docker exec, stream", docker(strategy="exec", transport="stream"), samples),
+        (FRESH, docker(fresh_container=True), max(4, samples // 4)),
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--image", default="repomin-test/busybox:1")
     parser.add_argument("--samples", type=int, default=20)
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args(argv)
-    label = f"repomin-bench-{uuid.uuid4().hex[:8]}"
-
-    def docker(**kwargs: Any) -> Callable[[], Any]:
-        return lambda: DockerRunner(image=args.image, session_label=label, jobs=args.jobs, **kwargs)
-
-    strategies: list[tuple[str, Callable[[], Any], int]] = [
-        ("host", HostRunner, args.samples),
-        ("docker exec, bind", docker(transport="bind"), args.samples),
-        ("docker exec, stream", docker(transport="stream"), args.samples),
-        ("docker container/sample", docker(fresh_container=True), max(4, args.samples // 3)),
-    ]
     trees = [
-        ("1 MB, 200 files", make_tree(200, 1 << 20)),
-        ("10 MB, 1000 files", make_tree(1000, 10 << 20)),
+        ("trivial: 50 files, 5 KB", make_tree(50, 5 << 10)),
+        ("200 files, 1 MB", make_tree(200, 1 << 20)),
     ]
     print(
-        f"per-sample cost of `true`, median of {args.samples} (container/sample: fewer); "
-        f"throughput with {args.jobs} jobs"
+        f"`true` per sample: median of {args.samples} samples on one thread (container/sample: "
+        f"{max(4, args.samples // 4)}), each on a new tree; throughput with {args.jobs} threads"
     )
     for tree_name, tree in trees:
         print(f"\ntree: {tree_name}")
-        results: dict[str, float] = {}
-        for name, factory, samples in strategies:
+        print(f"  {'strategy':26} {'ms/sample':>10} {'above host':>11} {'samples/s':>10}")
+        host: float | None = None
+        for name, factory, samples in strategies(args.image, args.jobs, args.samples):
             try:
                 runner = factory()
             except UsageError as exc:
@@ -111,16 +121,9 @@ def main(argv: list[str] | None = None) -> int:
                 median, throughput = per_sample(runner, tree, samples, args.jobs)
             finally:
                 runner.close()
-            results[name] = median
-            print(f"  {name:26} {median * 1000:8.1f} ms/sample {throughput:7.1f} samples/s")
-        host = results.get("host")
-        fresh = results.get("docker container/sample")
-        for name in ("docker exec, bind", "docker exec, stream"):
-            if name in results and host and fresh:
-                print(
-                    f"  {name}: {results[name] / host:5.1f}x the host runner, "
-                    f"{fresh / results[name]:4.1f}x faster than a container per sample"
-                )
+            host = median if name == HOST else host
+            above = "" if host is None or name == HOST else f"{(median - host) * 1000:+.1f} ms"
+            print(f"  {name:26} {median * 1000:10.1f} {above:>11} {throughput:10.1f}")
     return 0
 
 

@@ -118,6 +118,13 @@ def test_exit_code_output_environment_and_tree(runner: Any) -> None:
     assert outcome.signal is None
 
 
+def test_environment_values_arrive_verbatim(any_runner: Any) -> None:
+    tricky = "a'b\"c\n$HOME `id` $(id) \\ ; exit 9"
+    outcome = run(any_runner, 'printf %s "$TRICKY"; echo; printf %s "$HOME"', TRICKY=tricky)
+    assert outcome.exit_code == 0, outcome
+    assert outcome.stdout.decode() == tricky + "\n/tmp"
+
+
 @pytest.mark.parametrize(("signal", "code"), [("SEGV", 139), ("TERM", 143), ("KILL", 137)])
 def test_signals_arrive_as_128_plus_n(any_runner: Any, signal: str, code: int) -> None:
     outcome = run(any_runner, f"kill -{signal} $$")

@@ -119,10 +119,10 @@ class AgentChannel:
             if _NAME.fullmatch(name) is None:
                 raise EngineFailure(f"environment name {name!r} cannot be passed to a shell")
         nonce = secrets.token_hex(8)
-        exports = " ".join(f"{name}={shell_quote(value)}" for name, value in env.items())
+        words = " ".join(shell_quote(f"{name}={value}") for name, value in env.items())
         head = (
             f"{nonce} {max(timeout, 0.001):.3f} {mode} {len(payload)}\n"
-            f"{'export ' + exports if exports else ':'}\n"
+            f"set -- {words}\n"
             f"rp_cmd={shell_quote(command)}\n"
         ).encode("utf-8", "surrogateescape")
         started = time.monotonic()

@@ -14,8 +14,10 @@ replaces.
 Protocol (over the container's attached stdin/stdout; one request at a time):
 
 - start-up: ``repomin-agent 1 ready KIND`` or ``repomin-agent 1 unusable WHY`` (then it exits);
-- request: line 1 ``NONCE TIMEOUT MODE TAR_BYTES``, line 2 a shell line of ``export`` s (the
-  sample's environment, values quoted by :func:`shell_quote`), line 3 ``rp_cmd=QUOTED``, then
+- request: line 1 ``NONCE TIMEOUT MODE TAR_BYTES``, line 2 a shell line ``set -- NAME=VALUE
+  ...`` (the sample's environment, words quoted by :func:`shell_quote`; applied by ``env``
+  *after* the switch to the sample user, so no root-run tool sees e.g. ``LD_PRELOAD``), line 3
+  ``rp_cmd=QUOTED``, then
   ``TAR_BYTES`` of tree archive (``MODE`` stream) -- nothing follows until the response;
 - response: ``NONCE R RC OOM0 OOM1 PIDS0 PIDS1 REAPED CLEAN FULL TIMEDOUT OUT OUTCUT ERR
   ERRCUT``, then ``OUT`` bytes of stdout and ``ERR`` bytes of stderr (``*CUT`` 1: head and
@@ -71,6 +73,8 @@ else
     fi
 fi
 rp_setsid=$(command -v setsid)
+rp_envtool=$(command -v env)
+[ -n "$rp_envtool" ] || rp_kind=
 if [ -z "$rp_kind" ]; then
     printf 'repomin-agent %s unusable no-uid-switch\n' """
     + AGENT_PROTOCOL
@@ -195,10 +199,11 @@ while IFS="$rp_ws" read -r rp_nonce rp_timeout rp_mode rp_tar <&4; do
         PATH=$rp_path
         eval "$rp_env"
         if [ "$rp_kind" = nsenter ]; then
-            exec $rp_setsid "$rp_tool" -S "$rp_uid" -G "$rp_gid" /bin/sh -c "$rp_cmd"
+            exec $rp_setsid "$rp_tool" -S "$rp_uid" -G "$rp_gid" \
+                "$rp_envtool" "$@" /bin/sh -c "$rp_cmd"
         fi
         exec $rp_setsid "$rp_tool" --reuid="$rp_uid" --regid="$rp_gid" --clear-groups \
-            /bin/sh -c "$rp_cmd"
+            "$rp_envtool" "$@" /bin/sh -c "$rp_cmd"
     ) </dev/null >"""
     + CONTROL
     + r"""/out 2>"""
