@@ -30,11 +30,15 @@ from repomin.failure.contract import FailureContract
 from repomin.options import STRATEGY_VERSION, ReduceOptions, parse_env, plan_schedule
 from repomin.oracle import Oracle, OracleHooks
 from repomin.progress import NullProgress, ObservedRunner, Progress
+from repomin.rate_guard import KeepRate, attach_keep_rate
 from repomin.report.human import files_of_tree, render_repomin_md
 from repomin.report.io import write_json_atomic, write_text_atomic
 from repomin.runners.base import Runner
 from repomin.runners.host import HostRunner
 from repomin.session import Session, default_session_dir
+from repomin.source_access import SourceAccess, judge, source_visible
+from repomin.trace import TraceResult
+from repomin.verdict import Baseline
 
 __all__ = [
     "STRATEGY_VERSION",
@@ -123,6 +127,8 @@ def execute(
             progress.start()
             baselined = stage.baseline_stage(ctx, selected, session)
             trace = stage.trace_stage(ctx, baselined.initial)
+            access = _source_access(ctx, trace, session)
+            keep = _keep_rate(ctx, baselined.baseline)
             searched = stage.search_stage(ctx, baselined, trace, selected.selection.is_kept)
             final = stage.validate_stage(ctx, searched)
             fp = stage.export_stage(ctx, searched.tree)
@@ -130,7 +136,9 @@ def execute(
     finally:
         progress.stop()
         runner.close()
-    report = stage.report_stage(ctx, selected, baselined, trace, searched, final, fp, holdout)
+    report = stage.report_stage(
+        ctx, selected, baselined, trace, searched, final, fp, holdout, access=access, keep=keep
+    )
     side = sidecar_dir(options.output.absolute())
     report_path = side / "report.json"
     write_json_atomic(report_path, report)
@@ -142,6 +150,35 @@ def execute(
         shutil.rmtree(session.root, ignore_errors=True)
     ok = final.passed and holdout["status"] in ("not_requested", "certified")
     return ReduceResult(report, report_path, 0 if ok else 1)
+
+
+def _keep_rate(ctx: stage.Context, baseline: Baseline) -> KeepRate | None:
+    """``--keep-rate``: the oracle's ``accept`` hook vetoes candidates whose fresh runs'
+    rate is significantly above the baseline's (``rate_guard.KeepRate``)."""
+    options = ctx.options
+    if not options.keep_rate:
+        return None
+    confidence = options.sampling.confidence
+    return attach_keep_rate(ctx.oracle, baseline, confidence, options.jobs, ctx.current_pass.get)
+
+
+def _source_access(
+    ctx: stage.Context, trace: TraceResult, session: Session | None
+) -> SourceAccess:
+    """Stop (exit 2, nothing kept) when a visible SRC was reached by its absolute path."""
+    options = ctx.options
+    try:
+        return judge(
+            source_visible(ctx.runner),
+            trace,
+            options.src,
+            allow=options.allow_src_access,
+            notice=ctx.progress.notice,
+        )
+    except UsageError:
+        if session is not None and not options.resume:
+            shutil.rmtree(session.root, ignore_errors=True)
+        raise
 
 
 @contextmanager

@@ -20,14 +20,20 @@ import re
 import signal
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from repomin.errors import ReproMinError, UsageError
+from repomin.errors import BaselineError, ReproMinError, UsageError
 from repomin.failure.contract import FailureContract
 from repomin.runners.base import Outcome
 from repomin.selection import DEFAULT_IGNORED_NAMES, Selection, SelectionOptions, select
 from repomin.tree import Tree
+
+if TYPE_CHECKING:
+    from repomin.oracle import Oracle
+    from repomin.progress import Progress
+    from repomin.verdict import Baseline
 
 #: Output shown for a failed run: at most this many lines, each at most LINE_CHARS.
 TAIL_LINES = 12
@@ -273,3 +279,27 @@ def check_ignored(
     ignored = sum(r.files for r in rules)
     return f"one run with the {ignored} ignored files included did not reproduce either"
 
+
+
+def watched_baseline(
+    oracle: Oracle, source: Tree, selection: Selection, src: Path, progress: Progress
+) -> Baseline:
+    """``oracle.run_baseline`` with a :class:`BaselineWatch` on ``on_baseline_run`` (the first
+    failing run is a notice at once). On :class:`BaselineError` the error gets the watch's note
+    and :func:`check_ignored`'s (which raises exit 2 itself when ignored files are needed)."""
+    watch = BaselineWatch(lambda: oracle.contract, progress.notice)
+    hooks = oracle.hooks
+    oracle.attach(replace(hooks, on_baseline_run=lambda _i, outcome, _m: watch(outcome)))
+    try:
+        return oracle.run_baseline(source)
+    except BaselineError as exc:
+
+        def run_once(tree: Tree) -> Outcome:
+            progress.stage("ignore check (unfiltered tree)", 1)
+            return oracle.sample(tree, "ignore-check", phase=None, budgeted=False)
+
+        ignored = check_ignored(src, selection, run_once, oracle.contract)
+        notes = "".join(f"; {n}" for n in (watch.note, ignored) if n)
+        raise BaselineError(exc.message + notes) from None
+    finally:
+        oracle.attach(replace(oracle.hooks, on_baseline_run=hooks.on_baseline_run))

@@ -50,6 +50,10 @@ class ReduceOptions:
     use_session: bool = True
     export_on_interrupt: bool = False
     semantic: SemanticConfig | None = None
+    #: ``--keep-rate``: reject candidates whose rate is significantly above the baseline's.
+    keep_rate: bool = False
+    #: ``--allow-src-access``: proceed when a visible SRC was reached by its absolute path.
+    allow_src_access: bool = False
 
     def __post_init__(self) -> None:
         check_command(self.command)
@@ -88,6 +92,8 @@ class ReduceOptions:
             "jobs": self.jobs,
             "cache": self.use_cache,
             "reduction_strategy": self.reduction_strategy,
+            # only when set, so that sessions written before the flag existed still resume
+            **({"keep_rate": True} if self.keep_rate else {}),
         }
 
 

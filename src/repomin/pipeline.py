@@ -17,12 +17,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from repomin.accounting import Ledger
-from repomin.diagnose import BaselineWatch, check_ignored
+from repomin.diagnose import watched_baseline
 from repomin.errors import BaselineError, Interrupted, ReproMinError
 from repomin.export import check_output_location, export_payload
 from repomin.fingerprint import Fingerprint
@@ -35,14 +35,16 @@ from repomin.passes.refs import RefsCut
 from repomin.passes.semantic import SemanticReduce
 from repomin.passes.trace import TraceCut
 from repomin.progress import Progress
+from repomin.rate_guard import CurrentPass, KeepRate, slippage_record
 from repomin.reducer import Mutation, Reduction, ReductionResult, run_passes
 from repomin.refs import distances as refs_distances
 from repomin.report import execution as rx
 from repomin.report.build import ReportInputs, build_report
-from repomin.runners.base import Outcome, Runner
+from repomin.runners.base import Runner
 from repomin.selection import Selection, SelectionOptions, select
 from repomin.semantic import SemanticClient, describe_spec, failure_context, no_provenance
 from repomin.session import Session, StoredBaseline
+from repomin.source_access import SourceAccess, forbidden_roots, source_visible
 from repomin.trace import TraceResult, disabled, trace_opened_files
 from repomin.tree import Tree
 from repomin.verdict import Baseline
@@ -60,6 +62,8 @@ class Context:
     stop: threading.Event
     session_root: Path
     started: float
+    #: The pass running now (samples drawn by hooks are counted in it).
+    current_pass: CurrentPass = field(default_factory=lambda: CurrentPass())
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,48 +139,25 @@ def baseline_stage(ctx: Context, selected: Selected, session: Session | None) ->
 
 
 def _run_baseline(ctx: Context, selected: Selected, session: Session | None) -> Baseline:
-    resumable = " (the session is kept: rerun with --resume)" if session is not None else ""
-    oracle = ctx.oracle
-    # The first baseline run that does not reproduce is shown at once (issue 16).
-    watch = BaselineWatch(lambda: oracle.contract, ctx.progress.notice)
-    hooks = oracle.hooks
-    oracle.attach(replace(hooks, on_baseline_run=lambda _i, outcome, _m: watch(outcome)))
+    interrupted = "interrupted during the baseline; nothing was written" + (
+        " (the session is kept: rerun with --resume)" if session is not None else ""
+    )
     try:
-        baseline = oracle.run_baseline(selected.source)
+        baseline = watched_baseline(
+            ctx.oracle, selected.source, selected.selection, ctx.options.src, ctx.progress
+        )
     except StopSearch:
-        raise Interrupted(
-            f"interrupted during the baseline; nothing was written{resumable}"
-        ) from None
-    except BaselineError as exc:
+        raise Interrupted(interrupted) from None
+    except BaselineError:
         if ctx.stop.is_set():
-            raise Interrupted(
-                f"interrupted during the baseline; nothing was written{resumable}"
-            ) from None
-        raise BaselineError(_baseline_diagnosis(ctx, selected, exc.message, watch)) from None
-    finally:
-        oracle.attach(replace(oracle.hooks, on_baseline_run=hooks.on_baseline_run))
+            raise Interrupted(interrupted) from None
+        raise
     if ctx.stop.is_set():
-        raise Interrupted(f"interrupted during the baseline; nothing was written{resumable}")
+        raise Interrupted(interrupted)
     if session is not None:
         policy, signature = ctx.oracle.policy, ctx.oracle.contract.signature
         session.save_baseline(StoredBaseline(baseline, policy, signature))
     return baseline
-
-
-def _baseline_diagnosis(
-    ctx: Context, selected: Selected, message: str, watch: BaselineWatch
-) -> str:
-    """The baseline error with the first failing run; exit 2 naming ignored paths instead when
-    one run on the unfiltered tree reproduces (``diagnose.check_ignored``)."""
-    oracle = ctx.oracle
-
-    def run_once(tree: Tree) -> Outcome:
-        ctx.progress.stage("ignore check (unfiltered tree)", 1)
-        return oracle.sample(tree, "ignore-check", phase=None, budgeted=False)
-
-    ignored = check_ignored(ctx.options.src, selected.selection, run_once, oracle.contract)
-    notes = [n for n in (watch.note, ignored) if n]
-    return message + "".join(f"; {n}" for n in notes)
 
 
 # -- trace ------------------------------------------------------------------------------------
@@ -196,6 +177,7 @@ def trace_stage(ctx: Context, tree: Tree) -> TraceResult:
         request.env,
         request.timeout,
         reproduces=ctx.oracle.contract.reproduces,
+        forbidden=forbidden_roots(options.src) if source_visible(ctx.runner) else (),
     )
     rx.trace_event(ctx.ledger, result, tree)
     return result
@@ -223,8 +205,9 @@ def search_stage(
         reduction,
         options.schedule,
         passes=_passes(options, trace, lambda tree: _retrace(ctx, tree, trace.method)),
-        on_pass=ctx.progress.stage,
+        on_pass=lambda name: _on_pass(ctx, name),
     )
+    ctx.current_pass.set(None)
     if result.stop_reason == "interrupted" and not options.export_on_interrupt:
         hint = f" --resume --session {ctx.session_root}" if session is not None else ""
         raise Interrupted(
@@ -232,6 +215,11 @@ def search_stage(
             f"the same command with{hint or ' --export-on-interrupt next time'} to continue"
         )
     return result
+
+
+def _on_pass(ctx: Context, name: str) -> None:
+    ctx.current_pass.set(name)
+    ctx.progress.stage(name)
 
 
 def _on_accept(ctx: Context, session: Session | None, m: Mutation) -> None:
@@ -355,8 +343,14 @@ def report_stage(
     final: rx.FinalRuns,
     fp: Fingerprint,
     holdout: dict[str, Any],
+    *,
+    access: SourceAccess | None = None,
+    keep: KeepRate | None = None,
 ) -> dict[str, Any]:
     options = ctx.options
+    alpha = round(1 - options.sampling.confidence, 12)
+    slippage = slippage_record(baselined.baseline, (final.passes, final.runs), holdout, alpha, keep)
+    extra = {**(access or SourceAccess("unchecked")).to_json(), "keep_rate": options.keep_rate}
     execution = rx.execution_block(
         rx.ExecutionInputs(
             options=options,
@@ -372,6 +366,7 @@ def report_stage(
             wall_time=time.monotonic() - ctx.started,
         )
     )
+    execution.update(extra)
     return build_report(
         ReportInputs(
             command=options.command,
@@ -384,5 +379,6 @@ def report_stage(
             ledger=ctx.ledger,
             execution=execution,
             holdout=holdout,
+            slippage=slippage,
         )
     )

@@ -124,3 +124,42 @@ def test_terminal_summary_paths_absolute_and_consistent(tmp_path: Path, monkeypa
         f"({report()['accepted_mutations']} accepted mutations, "
         f"{report()['cache_hits']} cache hits)"
     )
+
+
+def _slipped(final: tuple[int, int], keep: bool = False) -> dict[str, Any]:
+    from repomin.rate_guard import KeepRate, slippage_record
+    from repomin.verdict import Baseline
+
+    base = Baseline(10, 20, 0.3, 0.7, 1, 0, ())
+    guard = KeepRate(base, 0.05, lambda _t: True) if keep else None
+    rep = report()
+    rep["slippage"] = slippage_record(base, final, {"status": "not_requested"}, 0.05, guard)
+    return rep
+
+
+def test_slippage_warning_with_the_exact_p_value(tmp_path: Path) -> None:
+    from math import comb
+
+    rep = _slipped((20, 20))
+    # Fisher, table [[20, 0], [10, 10]]: P(X >= 20), X ~ Hypergeom(40 runs, 30 passes, 20 drawn)
+    p_two_sided = 2 * comb(30, 20) / comb(40, 20)
+    assert abs(rep["slippage"]["final"]["p_value"] - p_two_sided) < 1e-12
+    assert rep["slippage"]["direction"] == "higher" and rep["slippage"]["holdout"] is None
+    lines = render_terminal(rep, tmp_path / "out", tmp_path / "out.repomin/report.json", [])
+    warning = next(line for line in lines if line.startswith("repomin: warning: slippage:"))
+    assert "20/20 against the baseline's 10/20 (Fisher exact test, two-sided p = " in warning
+    assert f"{p_two_sided:.2g} <= 0.05)" in warning and "--keep-rate" in warning
+    md = render_repomin_md(rep, "out", [])
+    assert "## Slippage" in md and "**Warning:** the final runs reproduced 20/20" in md
+
+
+def test_no_slippage_no_warning_and_keep_rate_line(tmp_path: Path) -> None:
+    rep = _slipped((11, 20), keep=True)
+    assert rep["slippage"]["direction"] == "none" and rep["slippage"]["advice"] == ""
+    lines = render_terminal(rep, tmp_path / "out", tmp_path / "out.repomin/report.json", [])
+    assert not any("warning: slippage" in line for line in lines)
+    assert (
+        "repomin: --keep-rate: 0 accepted candidates got 20 fresh runs each; 0 rejected for a "
+        "rate significantly above the baseline's"
+    ) in lines
+    assert "## Slippage" in render_repomin_md(rep, "out", [])

@@ -69,6 +69,11 @@ def typed_command(cls: type[T]) -> Callable[[Callable[[T], None]], Callable[...,
 
 
 _PATH = click.Path(path_type=Path)
+_KEEP_RATE = (
+    "Reject candidates whose failure rate is significantly above the baseline's (a flaky "
+    "failure stays flaky; costs --baseline-runs fresh runs per accepted candidate)."
+)
+_ALLOW_SRC = "Proceed when a visible SRC was reached by its absolute path (recorded)."
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,12 +293,10 @@ class ReduceArgs:
         show_default=True,
         help="How trees reach the container (auto: bind when the engine is local).",
     )
-    quiet: bool = flag(
-        "--quiet", "-q", help="Print nothing but errors (no live line, notices or summary)."
-    )
-    verbose: bool = flag(
-        "--verbose", "-v", help="Also print every accepted mutation and stage result."
-    )
+    keep_rate: bool = flag("--keep-rate", help=_KEEP_RATE)
+    allow_src_access: bool = flag("--allow-src-access", help=_ALLOW_SRC)
+    quiet: bool = flag("--quiet", "-q", help="Print only errors (no live line or summary).")
+    verbose: bool = flag("--verbose", "-v", help="Also print every accepted mutation.")
 
 
 # -- translation ------------------------------------------------------------------------------
@@ -341,6 +344,8 @@ def to_options(a: ReduceArgs) -> ReduceOptions:
         use_session=not a.no_session,
         export_on_interrupt=a.export_on_interrupt,
         semantic=semantic,
+        keep_rate=a.keep_rate,
+        allow_src_access=a.allow_src_access,
     )
 
 

@@ -41,6 +41,8 @@ class ReportInputs:
     ledger: Ledger
     execution: dict[str, Any]
     holdout: dict[str, Any] = field(default_factory=lambda: {"status": "not_requested"})
+    #: Final/holdout rate against the baseline's (``rate_guard.slippage_record``), additive.
+    slippage: dict[str, Any] | None = None
 
 
 def build_report(inputs: ReportInputs) -> dict[str, Any]:
@@ -74,6 +76,8 @@ def build_report(inputs: ReportInputs) -> dict[str, Any]:
         "holdout_certification": inputs.holdout,
         "events": ledger.events,
     }
+    if inputs.slippage is not None:
+        report["slippage"] = inputs.slippage
     mode = inputs.contract.mode
     if mode is not None and inputs.contract.signature is not None:
         report[mode.report_field] = inputs.contract.signature

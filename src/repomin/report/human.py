@@ -133,6 +133,34 @@ def evidence_sentence(report: Mapping[str, Any]) -> str:
     )
 
 
+def slippage_text(report: Mapping[str, Any]) -> str | None:
+    """The slippage warning (final or holdout rate significantly off the baseline's), or None."""
+    slip = report.get("slippage") or {}
+    direction = slip.get("direction")
+    if direction not in ("higher", "lower"):
+        return None
+    which = "final" if (slip.get("final") or {}).get("direction") == direction else "holdout"
+    r = slip[which]
+    return (
+        f"the {which} runs reproduced {r['passes']}/{r['runs']} against the baseline's "
+        f"{r['baseline_passes']}/{r['baseline_runs']} (Fisher exact test, two-sided p = "
+        f"{r['p_value']:.2g} <= {r['alpha']:g}): {slip['advice']}"
+    )
+
+
+def keep_rate_text(report: Mapping[str, Any]) -> str | None:
+    keep = (report.get("slippage") or {}).get("keep_rate")
+    if not keep:
+        return None
+    if not keep["runs_per_check"]:
+        return "--keep-rate: the baseline reproduced every run, so no rate can be above it"
+    return (
+        f"--keep-rate: {_plural(keep['checked'], 'accepted candidate')} got "
+        f"{keep['runs_per_check']} fresh runs each; {keep['rejected']} rejected for a rate "
+        "significantly above the baseline's"
+    )
+
+
 def _file_lines(files: Sequence[KeptFile], limit: int, indent: str) -> list[str]:
     width = max((len(f.path) for f in files[:limit]), default=0)
     lines = [
@@ -177,6 +205,7 @@ def render_repomin_md(
         "",
         evidence_sentence(report),
         "",
+        *_slippage_section(report),
         "## Kept files",
         "",
         "```text",
@@ -219,6 +248,18 @@ def render_repomin_md(
     return "\n".join(lines)
 
 
+def _slippage_section(report: Mapping[str, Any]) -> list[str]:
+    slip, keep = slippage_text(report), keep_rate_text(report)
+    if slip is None and keep is None:
+        return []
+    lines = ["## Slippage", ""]
+    if slip is not None:
+        lines += [f"**Warning:** {slip}.", ""]
+    if keep is not None:
+        lines += [f"{keep}.", ""]
+    return lines
+
+
 def render_terminal(
     report: Mapping[str, Any],
     payload: Path,
@@ -241,8 +282,13 @@ def render_terminal(
     removed = removals(report)
     if removed:
         lines.append("repomin: removed: " + "; ".join(removed))
+    lines.append(f"repomin: evidence: {evidence_sentence(report)}")
+    keep, slip = keep_rate_text(report), slippage_text(report)
+    if keep is not None:
+        lines.append(f"repomin: {keep}")
+    if slip is not None:
+        lines.append(f"repomin: warning: slippage: {slip}")
     lines += [
-        f"repomin: evidence: {evidence_sentence(report)}",
         f"repomin: payload: {payload_abs}",
         f"repomin: report:  {report_abs}",
         f"repomin: notes:   {report_abs.parent / 'REPOMIN.md'}",
