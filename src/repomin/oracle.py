@@ -36,19 +36,8 @@ from repomin.runners.base import Outcome, Runner, RunRequest
 from repomin.tree import Tree
 from repomin.verdict import Baseline, Verdict, VerdictCache
 
-__all__ = [
-    "SAMPLING_MODES",
-    "Baseline",
-    "Budget",
-    "Cancelled",
-    "Oracle",
-    "OracleHooks",
-    "Sampling",
-    "SamplingConfig",
-    "SamplingPolicy",
-    "StopSearch",
-    "Verdict",
-]
+__all__ = ["SAMPLING_MODES", "Baseline", "Budget", "Cancelled", "Oracle", "OracleHooks"]
+__all__ += ["Sampling", "SamplingConfig", "SamplingPolicy", "StopSearch", "Verdict"]
 
 INFRA_RETRIES = 3
 
@@ -61,13 +50,15 @@ class OracleHooks:
     (the session's persistent cache); ``on_baseline_run`` each baseline outcome with whether it
     matched the spec before the signature is pinned (e.g. to show the first miss at once);
     ``accept`` may veto an accepted candidate (e.g. a slippage rule): a vetoed verdict becomes
-    a rejection with the same evidence.
+    a rejection with the same evidence; ``on_policy`` sees every new policy *before* it is used
+    (the session persists it, so a family or gate index taken is never taken again on resume).
     """
 
     on_sample: Callable[[Outcome], None] | None = None
     on_verdict: Callable[[str, Verdict], None] | None = None
     on_baseline_run: Callable[[int, Outcome, bool], None] | None = None
     accept: Callable[[Tree, Verdict], bool] | None = None
+    on_policy: Callable[[SamplingPolicy], None] | None = None
 
 
 class Oracle:
@@ -100,7 +91,8 @@ class Oracle:
         self._hooks = hooks or OracleHooks()
         self._policy: SamplingPolicy | None = None
         self._lock = threading.Lock()
-        self._traffic = [0, 0]  # [samples started (labels), samples in flight]
+        # [samples started (labels), samples in flight, samples counted by --max-runs]
+        self._traffic = [0, 0, 0]
 
     # -- read-only views ---------------------------------------------------------------------
 
@@ -154,13 +146,18 @@ class Oracle:
     # -- sampling ----------------------------------------------------------------------------
 
     def check_budget(self) -> None:
-        self._guard.check(self._ledger.samples, True)
+        self._guard.check(self._traffic[2], True)
+
+    @property
+    def search_samples(self) -> int:
+        """Samples counted by ``--max-runs`` (everything but baseline, final and holdout)."""
+        return self._traffic[2]
 
     def sample(
         self, tree: Tree, label: str, *, phase: str | None, budgeted: bool = True
     ) -> Outcome:
         """One sample on a fresh copy of ``tree``; infrastructure errors retried, then raised."""
-        self._guard.check(self._ledger.samples, budgeted)
+        self._guard.check(self._traffic[2], budgeted)
         with self._lock:
             self._traffic[0] += 1
             request = replace(self._request, sample_id=f"{label}-{self._traffic[0]}")
@@ -185,6 +182,9 @@ class Oracle:
         if self._guard.stop.is_set() and (outcome.timed_out or outcome.exit_code is None):
             raise StopSearch("interrupted")
         self._ledger.add_sample(phase)
+        if budgeted:
+            with self._lock:
+                self._traffic[2] += 1
         if self._hooks.on_sample is not None:
             self._hooks.on_sample(outcome)
         return outcome
@@ -230,8 +230,14 @@ class Oracle:
                 f"{c} is below --min-baseline-rate {self._config.min_baseline_rate}; raise "
                 "--baseline-runs or lower --min-baseline-rate"
             )
-        self._policy = SamplingPolicy.learn(self._config, passes, n, lower)
+        self._set_policy(SamplingPolicy.learn(self._config, passes, n, lower))
         return baseline
+
+    def _set_policy(self, policy: SamplingPolicy) -> None:
+        """Swap the policy (under the lock when racing) and let ``on_policy`` persist it first."""
+        if self._hooks.on_policy is not None:
+            self._hooks.on_policy(policy)
+        self._policy = policy
 
     def restore(self, policy: SamplingPolicy, signature: dict[str, object] | None) -> None:
         """Continue with a stored policy and pinned signature (a resumed session)."""
@@ -245,10 +251,17 @@ class Oracle:
         return self._cache.get(tree.digest)
 
     def evaluate(
-        self, tree: Tree, phase: str, label: str, cancel: threading.Event | None = None
+        self,
+        tree: Tree,
+        phase: str,
+        label: str,
+        cancel: threading.Event | None = None,
+        *,
+        fresh: bool = False,
     ) -> Verdict:
-        """Decide one candidate (cache first). Raises Cancelled or StopSearch mid-way."""
-        hit = self._cache.get(tree.digest)
+        """Decide one candidate (cache first unless ``fresh``). Raises Cancelled or StopSearch
+        mid-way. ``fresh`` re-decides a tree on new runs (backtracking re-tests)."""
+        hit = None if fresh else self._cache.get(tree.digest)
         if hit is not None:
             self._ledger.add_cache_hit(phase)
             return hit
@@ -310,8 +323,8 @@ class Oracle:
 
     def _spend_index(self) -> tuple[int, float, stats.SequentialDesign]:
         with self._lock:
-            index, self._policy = self.policy.take_index()
-            policy = self._policy
+            index, policy = self.policy.take_index()
+            self._set_policy(policy)
         alpha, design = policy.design_for(index)
         return index, alpha, design
 
@@ -335,10 +348,27 @@ class Oracle:
         self._ledger.add_incumbent_check()
         ok = self._contract.reproduces(outcome)
         if not ok:
-            with self._lock:
-                self._policy = self.policy.escalate(self._config)
-            self._cache.clear()
+            self.escalate()
         return ok
+
+    def escalate(self) -> bool:
+        """Leave single-run mode (the failure is flaky): the exact design from now on, same θ,
+        single-run verdicts dropped (no evidence under it). Whether the policy changed."""
+        with self._lock:
+            policy = self.policy.escalate(self._config)
+            changed = policy != self._policy
+            if changed:
+                self._set_policy(policy)
+        if changed:
+            self._cache.clear()
+        return changed
+
+    def revoke(self, trees: list[Tree], reason: str) -> None:
+        """Backtracking: these trees are no longer trusted; cache (and record) a rejection
+        without new evidence so the search does not adopt them again from the cache."""
+        mode, confidence = self.policy.mode, self.policy.confidence
+        for tree in trees:
+            self._remember(tree, Verdict(False, 0, 0, mode, confidence, reason))
 
     # -- final validation --------------------------------------------------------------------
 
@@ -362,5 +392,9 @@ class Oracle:
     def planned_final_runs(self) -> int:
         return self.policy.final_runs(self._config.final_runs)
 
-    def final_passes_test(self, passes: int, runs: int) -> bool:
-        return self.policy.final_passed(passes, runs)
+    def take_gate(self) -> tuple[int, float]:
+        """The next final-test (payload gate) index and its level, persisted before use."""
+        with self._lock:
+            index, policy = self.policy.take_gate()
+            self._set_policy(policy)
+        return index, policy.gate_alpha(index)

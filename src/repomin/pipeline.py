@@ -78,6 +78,8 @@ class Baselined:
     baseline: Baseline
     session: Session | None
     initial: Tree  # where the search starts (the journal's latest tree on resume)
+    history: tuple[Tree, ...] = ()  # accepted trees, source first (the journal's on resume)
+    backtrack: bool = False  # a payload gate failed: backtrack before searching (gate.py)
 
 
 # -- select -----------------------------------------------------------------------------------
@@ -115,7 +117,8 @@ def baseline_stage(ctx: Context, selected: Selected, session: Session | None) ->
     ctx.progress.update(files=source.file_count, bytes=source.byte_count, jobs=ctx.options.jobs)
     t0 = time.monotonic()
     if stored is not None:
-        oracle.restore(stored.policy, stored.signature)
+        policy = session.current_policy(stored.policy) if session else stored.policy
+        oracle.restore(policy, stored.signature)
         baseline = stored.baseline
     else:
         baseline = _run_baseline(ctx, selected, session)
@@ -123,19 +126,20 @@ def baseline_stage(ctx: Context, selected: Selected, session: Session | None) ->
     rx.baseline_event(
         ctx.ledger, baseline, oracle.policy, source, time.monotonic() - t0, stored is not None
     )
-    initial = source
+    history: tuple[Tree, ...] = (source,)
     if session is not None and ctx.options.resume:
-        oracle.cache.update(session.verdicts())
-        initial = session.latest_tree(source)
+        oracle.cache.update(session.verdicts(oracle.policy.mode))
+        history = tuple(session.history(source))
         ctx.ledger.mark_partial()
-        rx.session_event(ctx.ledger, len(session.journal()), len(oracle.cache), initial)
+        rx.session_event(ctx.ledger, len(session.journal()), len(oracle.cache), history[-1])
     if session is not None:
-        oracle.attach(replace(oracle.hooks, on_verdict=session.record_verdict))
+        hooks = replace(oracle.hooks, on_verdict=session.record_verdict)
+        oracle.attach(replace(hooks, on_policy=session.save_policy))
     ctx.progress.message(
         f"baseline {baseline.passes}/{baseline.runs}, lower bound {baseline.lower:.3f}; "
         f"sampling policy {oracle.policy.mode.value}"
     )
-    return Baselined(baseline, session, initial)
+    return Baselined(baseline, session, history[-1], history)
 
 
 def _run_baseline(ctx: Context, selected: Selected, session: Session | None) -> Baseline:
@@ -198,6 +202,8 @@ def search_stage(
         jobs=options.jobs,
         protected=protected,
         on_accept=lambda m: _on_accept(ctx, session, m),
+        history=baselined.history,
+        on_revert=session.record_revert if session is not None else None,
     )
     for name in options.schedule:
         ctx.ledger.phase(name)
@@ -206,6 +212,7 @@ def search_stage(
         options.schedule,
         passes=_passes(options, trace, lambda tree: _retrace(ctx, tree, trace.method)),
         on_pass=lambda name: _on_pass(ctx, name),
+        backtrack_first=baselined.backtrack,
     )
     ctx.current_pass.set(None)
     if result.stop_reason == "interrupted" and not options.export_on_interrupt:
@@ -289,13 +296,16 @@ def validate_stage(ctx: Context, searched: ReductionResult) -> rx.FinalRuns:
     planned = 0 if interrupted else ctx.oracle.planned_final_runs()
     ctx.progress.stage("final", planned)
     ctx.progress.update(files=best.file_count, bytes=best.byte_count)
+    gate, alpha = ctx.oracle.take_gate() if planned else (None, ctx.oracle.policy.alpha)
     passes, runs, exit_code = ctx.oracle.final_validation(best, planned)
     final = rx.FinalRuns(
         passes,
         runs,
         exit_code,
-        ctx.oracle.final_passes_test(passes, runs),
+        ctx.oracle.policy.final_passed(passes, runs, alpha),
         time.monotonic() - t0,
+        alpha,
+        gate,
     )
     rx.final_event(ctx.ledger, final, best)
     return final
@@ -320,7 +330,7 @@ def certify_stage(ctx: Context, searched: ReductionResult, fp: Fingerprint) -> d
     oracle = ctx.oracle
     record = run_holdout(
         tree=exported,
-        config=options.holdout,
+        config=options.holdout.resolved(oracle.policy.theta),
         sample=lambda tree, label: oracle.sample(tree, label, phase=None, budgeted=False),
         contract=oracle.contract,
         artifact=fp,
@@ -364,6 +374,7 @@ def report_stage(
             final=final,
             semantic=options.semantic.provenance() if options.semantic else no_provenance(),
             wall_time=time.monotonic() - ctx.started,
+            search_samples=ctx.oracle.search_samples,
         )
     )
     execution.update(extra)

@@ -37,7 +37,9 @@ POWER_INDEX = 50
 POWER = 0.95
 FAILURE_BUDGETS = (2, 3, 4, 6, 8, 12, 16, 24, 32)
 #: Version of :meth:`SamplingPolicy.to_json` records (sessions refuse other versions).
-POLICY_RECORD = 1
+POLICY_RECORD = 2
+#: Most payload gates (final validations) of one reduction; each failed gate backtracks.
+MAX_GATES = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +90,9 @@ class SamplingPolicy:
     candidate_runs: int
     holdout_p0: float
     family: int = 0  # family indexes taken so far
-    switches: int = 0  # single -> strict escalations
+    switches: int = 0  # single -> fast/strict escalations
+    gated: bool = False  # the exported payload must pass an exact test at a spent level
+    gates: int = 0  # payload-gate indexes taken so far
 
     # -- learning ----------------------------------------------------------------------------
 
@@ -96,21 +100,23 @@ class SamplingPolicy:
     def learn(cls, config: SamplingConfig, passes: int, runs: int, lower: float) -> SamplingPolicy:
         """The policy for a baseline of ``passes``/``runs`` with lower bound ``lower``."""
         deterministic = passes == runs
-        if config.mode is Sampling.AUTO:
-            mode = Sampling.SINGLE if deterministic else Sampling.STRICT
-        else:
-            mode = config.mode
+        gated = config.mode is Sampling.AUTO
+        mode = config.mode
+        if gated:  # payload gate: cheap search decisions, the exported tree's test spends α
+            mode = Sampling.SINGLE if deterministic else Sampling.FAST
+        theta = config.min_candidate_rate or max(lower / 2, 1e-3)
         policy = cls(
             mode=mode,
             requested=config.mode,
-            theta=config.min_candidate_rate or max(lower / 2, 1e-3),
+            theta=theta,
             confidence=config.confidence,
             spending=config.spending,
             failure_budget=0,
             screen_runs=1,
             deterministic=deterministic,
             candidate_runs=config.candidate_runs,
-            holdout_p0=config.min_candidate_rate or 0.5,
+            holdout_p0=theta,
+            gated=gated,
         )
         rate = passes / runs
         budget = policy._failure_budget(config.failure_budget, rate)
@@ -160,6 +166,15 @@ class SamplingPolicy:
         return not self.single and self.failure_budget != 0
 
     @property
+    def error_control(self) -> str:
+        """What the error bound α covers (``execution.error_control``, docs/statistics.md)."""
+        if self.gated:
+            return "payload-gate"
+        return {Sampling.STRICT: "family-wise", Sampling.FAST: "per-candidate"}.get(
+            self.mode, "none"
+        )
+
+    @property
     def screen_limit(self) -> int:
         return 1 if self.single else self.screen_runs
 
@@ -197,14 +212,31 @@ class SamplingPolicy:
     # -- changes -----------------------------------------------------------------------------
 
     def escalate(self, config: SamplingConfig) -> SamplingPolicy:
-        """Single-run mode's inconsistency: strict from now on (θ halved, failure budget 2)."""
+        """Single-run mode's inconsistency (the failure is flaky after all): the exact sequential
+        design from now on -- ``fast`` under the payload gate, ``strict`` otherwise -- with the
+        configured failure budget (2 when none was given; an explicit 0 stays 0). θ never
+        changes after the baseline. Other modes are returned unchanged."""
+        if not self.single:
+            return self
+        budget = 2 if config.failure_budget is None else config.failure_budget
         return replace(
             self,
-            mode=Sampling.STRICT,
-            theta=config.min_candidate_rate or 0.5 * self.theta,
-            failure_budget=config.failure_budget or 2,
+            mode=Sampling.FAST if self.gated else Sampling.STRICT,
+            failure_budget=budget,
             switches=self.switches + 1,
         )
+
+    def take_gate(self) -> tuple[int, SamplingPolicy]:
+        """The next payload-gate index and the policy that has spent it."""
+        index = self.gates + 1
+        return index, replace(self, gates=index)
+
+    def gate_alpha(self, index: int) -> float:
+        """Level of the final test number ``index``: spent over gates when gated (so the
+        exported payload's error is <= α however often a failed gate backtracks), else α."""
+        if self.gated:
+            return stats.spend_alpha(self.alpha, index, self.spending)
+        return self.alpha
 
     # -- final validation --------------------------------------------------------------------
 
@@ -213,13 +245,11 @@ class SamplingPolicy:
         exact test of p > theta when a lucky baseline put theta at half of 0.66 and p = 0.6)."""
         if configured is not None:
             return configured
-        return 10 if self.deterministic else 50
+        return 10 if self.deterministic and not self.switches else 50
 
-    def final_passed(self, passes: int, runs: int) -> bool:
-        """Does the final sample support ``p > theta`` at the configured confidence?"""
-        if runs == 0:
-            return True
-        return stats.binom_pvalue(passes, runs, self.theta) <= self.alpha
+    def final_passed(self, passes: int, runs: int, alpha: float) -> bool:
+        """Does the final sample support ``p > theta`` at level ``alpha``? (false after 0 runs)"""
+        return stats.final_test_passed(passes, runs, self.theta, alpha)
 
     # -- records -----------------------------------------------------------------------------
 
@@ -238,6 +268,8 @@ class SamplingPolicy:
             "holdout_p0": self.holdout_p0,
             "family": self.family,
             "switches": self.switches,
+            "gated": self.gated,
+            "gates": self.gates,
         }
 
     @classmethod
@@ -260,4 +292,6 @@ class SamplingPolicy:
             holdout_p0=float(data["holdout_p0"]),
             family=int(data["family"]),
             switches=int(data["switches"]),
+            gated=bool(data["gated"]),
+            gates=int(data["gates"]),
         )

@@ -43,6 +43,8 @@ class Reduction:
         jobs: int,
         protected: Callable[[str], bool],
         on_accept: Callable[[Mutation], None] | None = None,
+        history: Sequence[Tree] = (),
+        on_revert: Callable[[Tree], None] | None = None,
     ) -> None:
         self._current = initial
         self.oracle = oracle
@@ -50,7 +52,11 @@ class Reduction:
         self.jobs = max(1, jobs)
         self._protected = protected
         self.on_accept = on_accept
-        self.history: list[Tree] = [initial]
+        self.on_revert = on_revert
+        #: Accepted trees in order, the (trusted) source first; ``initial`` is the last one.
+        self.history: list[Tree] = list(history) or [initial]
+        if self.history[-1].digest != initial.digest:
+            self.history.append(initial)
         self._label = 0
         self._lock = threading.Lock()
         #: Trees evaluated speculatively by folding rounds (never twice).
@@ -151,24 +157,55 @@ class Reduction:
             return
         self.ledger.event(
             phase,
-            "incumbent check failed: switching to the strict sequential design and re-testing "
-            "the accepted history",
+            f"incumbent check failed: switching to the {self.oracle.policy.mode.value} "
+            "sequential design (same threshold) and re-testing the incumbent",
             decision="inconsistency",
         )
-        while len(self.history) > 1:
-            verdict = self.oracle.evaluate(self._current, phase, self._next_label(phase))
-            self.ledger.event(
-                phase,
-                "re-test of the incumbent under the strict design",
-                decision="accepted" if verdict.accepted else "rejected",
-                files=self._current.file_count,
-                bytes=self._current.byte_count,
-                **verdict.evidence(),
-            )
-            if verdict.accepted:
-                return
-            self.history.pop()
-            self._current = self.history[-1]
+        if len(self.history) > 1 and not self._retest(phase, len(self.history) - 1):
+            self.backtrack(phase)
+
+    def _retest(self, phase: str, position: int) -> bool:
+        """Re-decide ``history[position]`` on fresh runs under the current design."""
+        tree = self.history[position]
+        verdict = self.oracle.evaluate(tree, phase, self._next_label(phase), fresh=True)
+        self.ledger.event(
+            phase,
+            f"backtracking: re-test of accepted tree {position} of {len(self.history) - 1}",
+            decision="accepted" if verdict.accepted else "rejected",
+            files=tree.file_count,
+            bytes=tree.byte_count,
+            **verdict.evidence(),
+        )
+        return verdict.accepted
+
+    def backtrack(self, phase: str) -> Tree:
+        """The incumbent is not trusted: bisect the accepted history for the last tree that
+        passes a fresh test under the current (exact) design, make it the incumbent and revoke
+        every later one. The source (``history[0]``) is trusted without a test. The bisection
+        assumes a bad edit spoils every later tree; when that is not so it loses only
+        reduction (edits are re-proposed from the restored tree), never soundness: the
+        exported payload is still decided by its own final test."""
+        good, bad = 0, len(self.history) - 1
+        while bad - good > 1:
+            middle = (good + bad) // 2
+            if self._retest(phase, middle):
+                good = middle
+            else:
+                bad = middle
+        revoked = self.history[good + 1 :]
+        del self.history[good + 1 :]
+        self._current = self.history[-1]
+        self.oracle.revoke(revoked, "revoked-by-backtracking")
+        self.ledger.event(
+            phase,
+            f"backtracked to accepted tree {good}; {len(revoked)} later tree(s) revoked",
+            decision="info",
+            files=self._current.file_count,
+            bytes=self._current.byte_count,
+        )
+        if self.on_revert is not None:
+            self.on_revert(self._current)
+        return self._current
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +213,7 @@ class ReductionResult:
     tree: Tree
     stop_reason: str  # "fixpoint", "max_runs", "max_time", "interrupted"
     rounds: int
+    history: tuple[Tree, ...] = ()  # accepted trees, source first (backtracking)
 
 
 def run_passes(
@@ -185,18 +223,22 @@ def run_passes(
     max_rounds: int = 50,
     passes: dict[str, Pass] | None = None,
     on_pass: Callable[[str], None] | None = None,
+    backtrack_first: bool = False,
 ) -> ReductionResult:
     """Run passes to a fixpoint, most productive (bytes removed per sample) first.
 
     Passes in :data:`~repomin.passes.STALL_ONLY` run only in a round where the others made no
     progress; if they then make progress, the normal passes get another round. ``on_pass``
-    sees the name of every pass as it starts (the live display's stage).
+    sees the name of every pass as it starts (the live display's stage). ``backtrack_first``
+    (a failed payload gate) backtracks the incumbent before the first round.
     """
     instances: dict[str, Pass] = passes or {name: REGISTRY[name]() for name in schedule}
     order = [n for n in schedule if n not in STALL_ONLY]
     last_resort = [n for n in schedule if n in STALL_ONLY]
     rounds = 0
     try:
+        if backtrack_first:
+            reduction.backtrack(schedule[0] if schedule else "files")
         while rounds < max_rounds:
             rounds += 1
             yield_ = {n: _run_pass(reduction, n, instances[n], on_pass) for n in order}
@@ -208,7 +250,7 @@ def run_passes(
             if not progress:
                 oracle = reduction.oracle
                 if oracle.cache.retesting or not oracle.policy.flaky:
-                    return ReductionResult(reduction.current, "fixpoint", rounds)
+                    return _result(reduction, "fixpoint", rounds)
                 # A flaky oracle can reject a good candidate: at the fixpoint (where the tree
                 # is small and candidates are few) every rejected tree gets one more test.
                 oracle.start_retesting()
@@ -222,8 +264,12 @@ def run_passes(
             order.sort(key=lambda n: (-(yield_.get(n) or 0.0), schedule.index(n)))
             order = _files_first(order)
     except StopSearch as stop:
-        return ReductionResult(reduction.current, stop.reason, rounds)
-    return ReductionResult(reduction.current, "max_rounds", rounds)
+        return _result(reduction, stop.reason, rounds)
+    return _result(reduction, "max_rounds", rounds)
+
+
+def _result(reduction: Reduction, reason: str, rounds: int) -> ReductionResult:
+    return ReductionResult(reduction.current, reason, rounds, tuple(reduction.history))
 
 
 def _run_pass(

@@ -9,10 +9,19 @@ holds:
 * ``baseline.json`` -- the baseline counts, the pinned signature and the learnt
   :class:`~repomin.policy.SamplingPolicy` record (θ, mode, failure budget, screen, ...), so that
   a resumed search uses the same decisions' parameters and does not rerun the baseline.
+* ``policy.jsonl`` -- the policy record appended (flushed) before every change is used:
+  family index and payload-gate index taken, single -> exact escalation; the last complete
+  line is the current policy. A resumed
+  reduction continues the same α-spending sequence, so it spends α exactly as an uninterrupted
+  one would (an index taken by a killed test is burnt, never reused).
 * ``blobs/`` + ``trees/`` -- content-addressed file contents and tree manifests.
-* ``journal.jsonl`` -- accepted mutations in order (phase, description, tree digest).
+* ``journal.jsonl`` -- accepted mutations in order (phase, description, tree digest) and
+  backtracking records (``"revert": true``: the incumbent went back to that tree), so a resume
+  rebuilds the accepted history and the incumbent exactly.
 * ``ledger.jsonl`` -- every decided verdict keyed by tree digest (the persistent cache), as
-  versioned :meth:`~repomin.verdict.Verdict.to_json` records.
+  versioned :meth:`~repomin.verdict.Verdict.to_json` records; later records win (a revoked
+  tree's rejection overrides its acceptance). A resume keeps only the verdicts taken under the
+  current sampling mode (single-run verdicts are no evidence after an escalation).
 
 Owns the on-disk layout of a session; the records' contents belong to their classes.
 
@@ -30,12 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from repomin.errors import SessionError
-from repomin.policy import SamplingPolicy
+from repomin.policy import Sampling, SamplingPolicy
 from repomin.report.io import write_json_atomic
 from repomin.tree import Entry, Tree
 from repomin.verdict import Baseline, Verdict
 
-SESSION_FORMAT = 2
+SESSION_FORMAT = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,15 +171,49 @@ class Session:
             return None
         return StoredBaseline.from_json(json.loads(path.read_text("utf-8")))
 
+    def save_policy(self, policy: SamplingPolicy) -> None:
+        self._append("policy.jsonl", policy.to_json())
+
+    def current_policy(self, learnt: SamplingPolicy) -> SamplingPolicy:
+        """The latest policy record (indexes taken, escalation), else the ``learnt`` one."""
+        records = _read_jsonl(self.root / "policy.jsonl")
+        return SamplingPolicy.from_json(records[-1]) if records else learnt
+
+    def record_revert(self, tree: Tree) -> None:
+        """Backtracking made ``tree`` (already journalled or the source) the incumbent."""
+        self._append(
+            "journal.jsonl",
+            {"phase": "backtrack", "description": "revert", "tree": tree.digest, "revert": True},
+        )
+
+    def history(self, initial: Tree) -> list[Tree]:
+        """The accepted history (source first) replayed from the journal, reverts applied."""
+        digests = [initial.digest]
+        for rec in self.journal():
+            if rec.get("revert"):
+                if rec["tree"] in digests:
+                    del digests[len(digests) - digests[::-1].index(rec["tree"]) :]
+            else:
+                digests.append(rec["tree"])
+        trees = [initial]
+        for digest in digests[1:]:
+            try:
+                trees.append(self.load_tree(digest))
+            except (OSError, ValueError):
+                break  # a tree torn by a kill: the history ends before it
+        return trees
+
     def record_verdict(self, digest: str, verdict: Verdict) -> None:
         self._append("ledger.jsonl", {"tree": digest, **verdict.to_json()})
 
-    def verdicts(self) -> dict[str, Verdict]:
+    def verdicts(self, mode: Sampling | None = None) -> dict[str, Verdict]:
+        """Decided trees (later records win); with ``mode``, only verdicts taken under it
+        (after an escalation single-run verdicts are no evidence)."""
         out = {}
         for rec in _read_jsonl(self.root / "ledger.jsonl"):
             digest = rec.pop("tree")
             out[digest] = Verdict.from_json(rec)
-        return out
+        return {d: v for d, v in out.items() if mode is None or v.policy is mode}
 
     def record_mutation(self, phase: str, description: str, tree: Tree) -> None:
         self.save_tree(tree)
@@ -182,9 +225,4 @@ class Session:
         return _read_jsonl(self.root / "journal.jsonl")
 
     def latest_tree(self, initial: Tree) -> Tree:
-        for rec in reversed(self.journal()):
-            try:
-                return self.load_tree(rec["tree"])
-            except (OSError, ValueError):
-                continue
-        return initial
+        return self.history(initial)[-1]

@@ -103,7 +103,7 @@ def test_deterministic_case_stage_by_stage(tmp_path: Path) -> None:
 
 
 def test_flaky_case_stage_by_stage(tmp_path: Path) -> None:
-    options = _options(tmp_path)
+    options = _options(tmp_path, mode="strict")
     runner = FakeRunner(_needs, rate=0.7, seed=3)
     r = _stages(options, runner)
     ctx = r["ctx"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -106,17 +107,21 @@ def test_parallel_result_equals_sequential() -> None:
 def test_budget_stops_with_best_so_far() -> None:
     tree = _tree(100)
     result, ledger, oracle, _ = reduce_tree(
-        tree, needs(("d1/sub1/f1.txt", b"a1")), budget=Budget(max_runs=25)
+        tree, needs(("d1/sub1/f1.txt", b"a1")), budget=Budget(max_runs=5)
     )
     assert result.stop_reason == "max_runs"
-    assert oracle.samples <= 25 + oracle.config.baseline_runs
+    # --max-runs counts search runs only (the baseline's 20 are outside it)
+    assert oracle.search_samples == 5
+    assert oracle.samples == 5 + oracle.config.baseline_runs
     assert result.tree.byte_count < tree.byte_count
     assert_identities(ledger)
 
 
 def test_flaky_strict_reduction_records_family_evidence() -> None:
     tree = _tree(30)
-    result, ledger, oracle, _ = reduce_tree(tree, needs(("d1/sub1/f1.txt", b"a1")), rate=0.6)
+    result, ledger, oracle, _ = reduce_tree(
+        tree, needs(("d1/sub1/f1.txt", b"a1")), rate=0.6, mode="strict"
+    )
     assert oracle.policy.mode is Sampling.STRICT
     assert "d1/sub1/f1.txt" in result.tree
     accepted = [e for e in ledger.events if e.get("decision") == "accepted"]
@@ -131,7 +136,8 @@ def test_flaky_strict_reduction_records_family_evidence() -> None:
     assert_identities(ledger)
 
 
-def test_single_mode_inconsistency_switches_to_strict() -> None:
+@pytest.mark.parametrize(("mode", "after"), [("auto", Sampling.FAST), ("single", Sampling.STRICT)])
+def test_single_mode_inconsistency_switches_to_the_exact_design(mode: str, after: Sampling) -> None:
     tree = _tree(30)
     state = {"calls": 0}
 
@@ -140,8 +146,9 @@ def test_single_mode_inconsistency_switches_to_strict() -> None:
         state["calls"] += 1
         return "d1/sub1/f1.txt" in t or state["calls"] == 21
 
-    result, ledger, oracle, _ = reduce_tree(tree, fails, check_every=1)
-    assert oracle.inconsistencies == 1 and oracle.policy.mode is Sampling.STRICT
+    result, ledger, oracle, _ = reduce_tree(tree, fails, check_every=1, mode=mode)
+    assert oracle.inconsistencies == 1 and oracle.policy.mode is after
+    assert oracle.policy.theta == oracle.policy.holdout_p0  # θ never changes after the baseline
     assert any(e.get("decision") == "inconsistency" for e in ledger.events)
     assert list(result.tree.paths) == ["d1/sub1/f1.txt"]
     assert_identities(ledger)
@@ -186,8 +193,8 @@ def test_a_pass_stopped_by_the_budget_reports_its_real_duration() -> None:
         time.sleep(0.01)
         return slow(t)  # type: ignore[operator,no-any-return]
 
-    # 20 baseline + 6 search runs: fewer than the files pass needs here (about 9)
-    result, ledger, oracle, _ = reduce_tree(tree, fails, budget=Budget(max_runs=26))
+    # 6 search runs (the baseline is outside --max-runs): fewer than the files pass needs (about 9)
+    result, ledger, oracle, _ = reduce_tree(tree, fails, budget=Budget(max_runs=6))
     assert result.stop_reason == "max_runs"
     searched = oracle.samples - oracle.config.baseline_runs
     assert searched >= 5 and ledger.phases["files"].oracle_samples == searched

@@ -186,7 +186,8 @@ class ReduceArgs:
         type=click.Choice(SAMPLING_MODES),
         default="auto",
         show_default=True,
-        help="auto: single-run for deterministic baselines, strict otherwise.",
+        help="auto: single-run (deterministic baseline) or fast search, exported payload tested "
+        "at a spent level (backtracks on failure); single: unsound by design.",
     )
     jobs: int | None = opt(
         "--jobs",
@@ -370,10 +371,8 @@ def _semantic(a: ReduceArgs) -> SemanticConfig | None:
 def _holdout(a: ReduceArgs) -> HoldoutConfig | None:
     if a.holdout_runs is None:
         return None
-    p0 = a.holdout_min_rate
-    if p0 is None:
-        p0 = a.min_candidate_rate or 0.5
-    return HoldoutConfig(a.holdout_runs, p0, round(1 - a.holdout_confidence, 12))
+    # None: the candidate threshold θ (resolved after the baseline), as the help says.
+    return HoldoutConfig(a.holdout_runs, a.holdout_min_rate, round(1 - a.holdout_confidence, 12))
 
 
 def _backend_options(a: ReduceArgs) -> dict[str, Any]:

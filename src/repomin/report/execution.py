@@ -34,6 +34,8 @@ class FinalRuns:
     exit_code: int | None
     passed: bool
     duration: float
+    alpha: float = 0.05  # level of the exact test (spent over payload gates when gated)
+    gate: int | None = None  # payload-gate index (None: no final runs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,7 @@ class ExecutionInputs:
     final: FinalRuns
     semantic: Mapping[str, Any]
     wall_time: float
+    search_samples: int = 0  # what --max-runs counts
 
 
 def execution_block(i: ExecutionInputs) -> dict[str, Any]:
@@ -96,6 +99,12 @@ def execution_block(i: ExecutionInputs) -> dict[str, Any]:
         "final_runs": i.final.runs,
         "final_passes": i.final.passes,
         "final_validation_passed": i.final.passed,
+        "final_alpha": i.final.alpha,
+        "final_gate_index": i.final.gate,
+        "payload_gates": policy.gates,
+        "error_control": policy.error_control,
+        "search_samples": i.search_samples,
+        "event_bounds": "descriptive-clopper-pearson-v1",
         "wall_time_seconds": round(i.wall_time, 6),
     }
 
@@ -155,10 +164,23 @@ def trace_event(ledger: Ledger, result: TraceResult, tree: Tree) -> None:
     )
 
 
-def final_event(ledger: Ledger, final: FinalRuns, tree: Tree) -> None:
+def escalation_event(ledger: Ledger, policy: SamplingPolicy, tree: Tree) -> None:
     ledger.event(
         "final",
-        f"final validation: {final.passes}/{final.runs} runs reproduced",
+        f"final validation failed under single-run sampling: the failure is flaky; "
+        f"{policy.mode.value} sequential design from now on (threshold {policy.theta:.4f} "
+        "unchanged), backtracking",
+        decision="inconsistency",
+        files=tree.file_count,
+        bytes=tree.byte_count,
+    )
+
+
+def final_event(ledger: Ledger, final: FinalRuns, tree: Tree) -> None:
+    gate = f" (payload gate {final.gate}, alpha {final.alpha:.3g})" if final.gate else ""
+    ledger.event(
+        "final",
+        f"final validation{gate}: {final.passes}/{final.runs} runs reproduced",
         decision="passed" if final.passed else "failed",
         duration_seconds=round(final.duration, 6),
         files=tree.file_count,

@@ -202,16 +202,15 @@ def check_execution(report: dict[str, Any]) -> list[Problem]:
     recorded = ex.get("final_validation_passed")
     if recorded is not None and ex["final_passes"] <= ex["final_runs"]:
         runs, passes = ex["final_runs"], ex["final_passes"]
-        expected = runs == 0 or stats.binom_pvalue(passes, runs, ex["min_candidate_rate"]) <= (
-            1.0 - ex["confidence"]
-        )
+        alpha = ex.get("final_alpha", 1.0 - ex["confidence"])
+        expected = stats.final_test_passed(passes, runs, ex["min_candidate_rate"], alpha)
         if recorded != expected:
             problems.append(
                 Problem(
                     "execution.final_validation",
                     f"final_validation_passed is {js(recorded)} but {passes}/{runs} final runs "
-                    f"against min_candidate_rate {ex['min_candidate_rate']} at confidence "
-                    f"{ex['confidence']} give {js(expected)}",
+                    f"against min_candidate_rate {ex['min_candidate_rate']} at level "
+                    f"{alpha} give {js(expected)}",
                 )
             )
     names = ex["environment_names"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from repomin.stats.bounds import (
     amplified_rate,
     binom_pvalue,
+    final_test_passed,
     lower_bound,
     upper_bound,
     zero_failure_runs,
@@ -43,6 +44,7 @@ __all__ = [
     "binom_pvalue",
     "critical_passes",
     "design",
+    "final_test_passed",
     "holdout_test",
     "lower_bound",
     "min_certifiable_runs",

@@ -18,6 +18,7 @@ from scipy.stats import beta, binom
 __all__ = [
     "amplified_rate",
     "binom_pvalue",
+    "final_test_passed",
     "lower_bound",
     "upper_bound",
     "zero_failure_runs",
@@ -92,3 +93,12 @@ def amplified_rate(p: float, repeats: int) -> float:
     if p == 1.0:
         return 1.0
     return -math.expm1(repeats * math.log1p(-p))
+
+
+def final_test_passed(passes: int, runs: int, theta: float, alpha: float) -> bool:
+    """The final validation's verdict: the exact test of ``p > theta`` at level ``alpha`` on
+    ``passes``/``runs`` fresh runs. False after 0 runs (no evidence is not a pass). The report
+    writer and the validator both call this one function."""
+    if runs == 0:
+        return False
+    return binom_pvalue(passes, runs, theta) <= alpha

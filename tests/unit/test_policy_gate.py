@@ -1,0 +1,176 @@
+"""The default policy's payload gate, escalation, and the statistical state a session keeps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from repomin import stats
+from repomin.accounting import Ledger
+from repomin.app import ReduceOptions, execute
+from repomin.failure.contract import FailureContract, FailureSpec
+from repomin.holdout import HoldoutConfig
+from repomin.oracle import Oracle
+from repomin.policy import Sampling, SamplingConfig, SamplingPolicy
+from repomin.reducer import Reduction
+from repomin.report.validate import validate_report
+from repomin.session import Session
+from repomin.tree import Entry, Tree
+from tests.conftest import FakeRunner
+
+
+def _learn(mode: str = "auto", passes: int = 20, **config: object) -> SamplingPolicy:
+    cfg = SamplingConfig(mode=mode, **config)  # type: ignore[arg-type]
+    return SamplingPolicy.learn(cfg, passes, 20, stats.lower_bound(passes, 20, 0.95))
+
+
+def test_auto_is_gated_single_or_fast_and_explicit_modes_are_not() -> None:
+    det, flaky = _learn(), _learn(passes=14)
+    assert (det.mode, det.gated, det.error_control) == (Sampling.SINGLE, True, "payload-gate")
+    assert (flaky.mode, flaky.gated) == (Sampling.FAST, True)
+    assert _learn("single").error_control == "none"
+    assert _learn("strict", passes=14).error_control == "family-wise"
+    assert _learn("fast", passes=14).error_control == "per-candidate"
+    # the holdout's default p0 is the candidate threshold (as --holdout-min-rate's help says)
+    assert det.holdout_p0 == det.theta == stats.lower_bound(20, 20, 0.95) / 2
+
+
+def test_gate_levels_are_spent_and_sum_to_alpha() -> None:
+    policy = _learn()
+    levels = []
+    for _ in range(200):
+        index, policy = policy.take_gate()
+        levels.append(policy.gate_alpha(index))
+    assert levels[0] == pytest.approx(0.05 * 6 / 3.141592653589793**2)
+    assert sum(levels) < 0.05 and levels == sorted(levels, reverse=True)
+    assert _learn("strict").gate_alpha(7) == pytest.approx(0.05)  # explicit: plain α
+
+
+def test_escalation_keeps_theta_and_an_explicit_zero_failure_budget() -> None:
+    cfg = SamplingConfig(failure_budget=0)
+    policy = _learn(failure_budget=0)
+    up = policy.escalate(cfg)
+    assert (up.mode, up.theta, up.failure_budget, up.switches) == (
+        Sampling.FAST,
+        policy.theta,
+        0,
+        1,
+    )
+    assert policy.escalate(SamplingConfig()).failure_budget == 2
+    assert _learn("single").escalate(SamplingConfig()).mode is Sampling.STRICT
+    assert up.escalate(cfg) is up  # only single-run mode escalates
+
+
+def test_final_test_is_false_after_zero_runs_and_exact_otherwise() -> None:
+    assert stats.final_test_passed(0, 0, 0.3, 0.05) is False
+    # 8/10 at θ = 0.5: P(Bin(10, .5) >= 8) = 56/1024 = 0.0546875
+    assert stats.final_test_passed(8, 10, 0.5, 0.0546) is False
+    assert stats.final_test_passed(8, 10, 0.5, 0.0547) is True
+
+
+def test_policy_record_round_trips_with_the_gate_state() -> None:
+    policy = _learn()
+    _, policy = policy.take_gate()
+    _, policy = policy.take_index()
+    assert SamplingPolicy.from_json(json.loads(json.dumps(policy.to_json()))) == policy
+
+
+def _tree(*names: str) -> Tree:
+    return Tree.of({n: Entry("file", f"{n}\n".encode(), text=True) for n in names})
+
+
+def test_session_replays_history_with_reverts_and_the_latest_policy(tmp_path: Path) -> None:
+    session = Session.create(tmp_path / "s", {"k": 1})
+    source, a, b, c = _tree("x", "y", "z"), _tree("x", "y"), _tree("x"), _tree("y")
+    for t in (a, b):
+        session.record_mutation("files", "d", t)
+    session.record_revert(a)
+    session.record_mutation("files", "d", c)
+    assert [t.digest for t in session.history(source)] == [source.digest, a.digest, c.digest]
+    assert session.latest_tree(source).digest == c.digest
+    policy = _learn()
+    assert session.current_policy(policy) is policy
+    for _ in range(3):
+        _, policy = policy.take_index()
+        session.save_policy(policy)
+    with (tmp_path / "s" / "policy.jsonl").open("a") as fh:
+        fh.write('{"torn')  # a kill mid-append
+    assert session.current_policy(_learn()) == policy
+
+
+def test_backtracking_bisects_to_the_last_good_tree_and_revokes_later_ones() -> None:
+    names = [f"f{i}" for i in range(8)]
+    chain = [_tree(*names[i:]) for i in range(8)]  # each accepted tree deletes one more file
+    bad_from = 5  # trees 5.. lost what the failure needs (f4)
+
+    def fails(t: Tree) -> bool:
+        return "f4" in t
+
+    runner = FakeRunner(fails)
+    oracle = Oracle(
+        runner=runner,
+        contract=FailureContract(FailureSpec(match="BUG")),
+        command="fake",
+        env={},
+        timeout=1,
+        config=SamplingConfig(mode="fast"),
+        ledger=Ledger(),
+    )
+    oracle.run_baseline(chain[0])
+    reverted: list[Tree] = []
+    red = Reduction(
+        initial=chain[-1],
+        oracle=oracle,
+        ledger=oracle._ledger,
+        jobs=1,
+        protected=lambda p: False,
+        history=chain,
+        on_revert=reverted.append,
+    )
+    tree = red.backtrack("files")
+    assert tree.digest == chain[bad_from - 1].digest == reverted[0].digest
+    assert [t.digest for t in red.history] == [t.digest for t in chain[:bad_from]]
+    for revoked in chain[bad_from:]:
+        verdict = oracle.cached(revoked)
+        assert verdict is not None and not verdict.accepted
+    assert runner.calls - 20 <= 3 * 6  # log2(7) re-tests, not one per accepted tree
+
+
+def test_a_failed_gate_backtracks_instead_of_exporting_a_wrong_tree(tmp_path: Path) -> None:
+    """Single-run search accepts a deletion that lowers the rate to 0.2; the gate fails, the
+    reduction escalates, backtracks and exports a tree that keeps the file."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("keep.txt", "bad.txt", "junk.txt"):
+        (src / name).write_text(f"{name}\n")
+    runs: dict[str, int] = {}
+
+    def fails(t: Tree) -> bool:
+        runs[t.digest] = runs.get(t.digest, 0) + 1
+        if "keep.txt" not in t:
+            return False
+        # deterministic baseline (20/20); without bad.txt the failure shows in the first run of
+        # a tree (so single-run search accepts the deletion), then in 1 run of 5
+        return "bad.txt" in t or runs[t.digest] % 5 == 1
+
+    options = ReduceOptions(
+        src=src,
+        output=tmp_path / "out",
+        command="fake",
+        spec=FailureSpec(match="BUG"),
+        schedule=("files",),
+        holdout=HoldoutConfig(10, None),
+    )
+    result = execute(options, runner_factory=lambda _: FakeRunner(fails))
+    ex = result.report["execution"]
+    assert (tmp_path / "out" / "bad.txt").exists()
+    assert ex["payload_gates"] >= 2 and ex["final_gate_index"] == ex["payload_gates"]
+    assert ex["final_validation_passed"] and result.exit_code == 0
+    assert ex["sampling_policy"] == "fast" and ex["sampling_policy_switches"] == 1
+    assert ex["final_alpha"] == pytest.approx(stats.spend_alpha(0.05, ex["payload_gates"]))
+    assert result.report["holdout_certification"]["min_rate"] == ex["min_candidate_rate"]
+    assert not validate_report(result.report).problems
+    decisions = [e["decision"] for e in result.report["events"] if e["phase"] == "final"]
+    assert decisions[:2] == ["failed", "inconsistency"] and decisions[-1] == "passed"
