@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from repomin.cli.main import cli
 from repomin.errors import UsageError
+from repomin.report.validate import validate_report
 from repomin.runners.docker_limits import (
     GIB,
     MIB,
@@ -132,3 +135,43 @@ def test_a_bad_limit_exits_2_before_the_engine_is_asked(tmp_path: Path) -> None:
         .splitlines()[-1]
         .endswith("--pids-limit 'lots' is not a number (e.g. 512) or none")
     ), output
+
+
+def docker_report(**execution: object) -> dict[str, Any]:
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "reports" / "v1.json"
+    data: dict[str, Any] = json.loads(fixture.read_text())
+    described = parse_limits(host_memory=8 * GIB).describe()
+    data["execution"].update(
+        backend="docker",
+        docker_image="repomin-test/busybox:1",
+        docker_image_id="sha256:" + "ab" * 32,
+        **described,
+    )
+    data["execution"].update(execution)
+    return data
+
+
+def test_a_report_with_default_limits_is_valid() -> None:
+    assert validate_report(docker_report()).valid
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"docker_memory_bytes": None},  # limited in one form, unlimited in the other
+        {"docker_memory": None},
+        {"docker_pids_limit": None},  # named as a default, yet no limit
+        {"docker_work_size": None},
+    ],
+)
+def test_inconsistent_limits_break_the_docker_limits_rule(change: dict[str, object]) -> None:
+    assert validate_report(docker_report(**change)).rules() == {"execution.docker_limits"}
+
+
+def test_a_lifted_limit_that_is_not_named_as_a_default_is_valid() -> None:
+    lifted = parse_limits(memory="none", pids_limit="none").describe()
+    assert validate_report(docker_report(**lifted)).valid
+
+
+def test_a_mistyped_limit_breaks_the_schema() -> None:
+    assert "schema" in validate_report(docker_report(docker_pids_limit="512")).rules()

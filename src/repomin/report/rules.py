@@ -48,6 +48,10 @@ RULES: dict[str, str] = {
     "execution.final_validation": "final_validation_passed is recomputed from the final counts",
     "execution.environment_names": "environment names are unique valid variable names",
     "execution.docker": "a docker report records the immutable image ID (sha256:...)",
+    "execution.docker_limits": (
+        "docker_memory and docker_memory_bytes are both null or both set; a limit named in "
+        "docker_limit_defaults is not null"
+    ),
     "accounting.phase_names": "each phase appears once in phase_statistics.phases",
     "accounting.attempts": (
         "complete coverage: attempts = no_op + rejected + accepted + superseded + aborted"
@@ -234,6 +238,30 @@ def check_execution(report: dict[str, Any]) -> list[Problem]:
                     "execution.docker",
                     "backend is docker but execution.docker_image_id is not an immutable "
                     "image ID (sha256:<64 hex>)",
+                )
+            )
+        problems += _docker_limits(ex)
+    return problems
+
+
+def _docker_limits(ex: dict[str, Any]) -> list[Problem]:
+    """A limit taken from the defaults is never ``none``; memory is given in both forms."""
+    problems = []
+    if "docker_memory_bytes" in ex and (ex["docker_memory_bytes"] is None) != (
+        ex.get("docker_memory") is None
+    ):
+        problems.append(
+            Problem(
+                "execution.docker_limits",
+                "docker_memory and docker_memory_bytes disagree about whether memory is limited",
+            )
+        )
+    for name in ex.get("docker_limit_defaults") or []:
+        if ex.get(f"docker_{name}", "absent") is None:
+            problems.append(
+                Problem(
+                    "execution.docker_limits",
+                    f"docker_limit_defaults names {name}, but docker_{name} is null (no limit)",
                 )
             )
     return problems
