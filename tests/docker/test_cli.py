@@ -1,4 +1,5 @@
-"""``repomin reduce --backend docker`` end to end: interrupt in the baseline, resume, the report.
+"""``repomin reduce --backend docker`` end to end: interrupt in the baseline or the traced run,
+resume, the report.
 
 The command is ReproMin's own CLI in a subprocess, so signals, exit codes and the report are
 exactly what a user gets. The Docker limits are left at their defaults, so the report must
@@ -56,7 +57,7 @@ def reduce_cmd(src: Path, out: Path, *extra: str) -> list[str]:
         "--final-runs",
         "3",
         "--passes",
-        "files",
+        "trace,files",
         "-q",
         *extra,
     ]
@@ -67,8 +68,9 @@ def containers_of(client: Any, pid: int) -> list[str]:
     return [c["Id"][:12] for c in found]
 
 
-def test_sigint_in_the_baseline_exits_130_and_resume_finishes_with_the_limits_recorded(
-    client: Any, tmp_path: Path
+@pytest.mark.parametrize("during", ["baseline", "trace"])
+def test_sigint_in_the_baseline_or_trace_exits_130_and_resume_finishes_with_the_limits_recorded(
+    client: Any, tmp_path: Path, during: str
 ) -> None:
     src = tmp_path / "repo"
     make_repo(src, 6, NEEDED, seed=3)
@@ -77,15 +79,18 @@ def test_sigint_in_the_baseline_exits_130_and_resume_finishes_with_the_limits_re
     session = tmp_path / "out.repomin-session"
     proc = subprocess.Popen(reduce_cmd(src, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
-    while not (session / "config.json").exists() and proc.poll() is None:
-        assert time.monotonic() < deadline, "the session never appeared"
+    # The session exists before the baseline; baseline.json appears when the traced run starts.
+    marker = session / ("config.json" if during == "baseline" else "baseline.json")
+    while not marker.exists() and proc.poll() is None:
+        assert time.monotonic() < deadline, f"{marker.name} never appeared"
         time.sleep(0.02)
-    time.sleep(0.3)  # inside the first baseline run (each sleeps 0.5 s)
+    time.sleep(0.3)  # inside a run on the initial tree (each sleeps 0.5 s)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert b"Traceback" not in err and b"--resume" in err
-    assert (session / "config.json").exists() and not (session / "baseline.json").exists()
+    assert (session / "config.json").exists()
+    assert (session / "baseline.json").exists() == (during == "trace")
     assert not out.exists()
     assert containers_of(client, proc.pid) == []
 
