@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 from repomin.errors import UsageError
+from repomin.runners.base import RunRequest
 from repomin.runners.docker_engine import host_memory
 from repomin.runners.docker_limits import GIB, MIB, default_memory
 from repomin.runners.scratch import mounts_below
+from repomin.tree import Entry, Tree
 from tests.docker._support import NOSHELL, has_image, run
 
 pytestmark = pytest.mark.docker
@@ -231,3 +233,11 @@ def test_a_shell_less_image_with_a_shell_strategy_is_a_usage_error(make_runner: 
         pytest.skip(f"{NOSHELL} is missing; run docker/build-test-images.sh")
     with pytest.raises(UsageError, match=r"has no /bin/sh.*drop it"):
         make_runner(image=NOSHELL, strategy="agent")
+
+
+def test_a_tree_larger_than_work_is_a_usage_error_not_an_engine_failure(make_runner: Any) -> None:
+    runner = make_runner(work_size="1m")
+    big = Tree.of({"big.bin": Entry("file", b"x" * (2 * MIB))})
+    with pytest.raises(UsageError, match=r"more than --work-size 1m"):
+        runner.run(big, RunRequest("true", {}, 10))
+    assert run(runner, "cat README.txt").stdout == b"hello from the tree\n"

@@ -10,7 +10,7 @@ from docker.errors import APIError
 from urllib3.exceptions import ProtocolError
 
 from repomin.cli.main import cli
-from repomin.runners.docker_engine import engine_error
+from repomin.runners.docker_engine import EngineFailure, engine_error
 
 
 def test_an_api_error_is_its_status_and_the_engines_explanation() -> None:
@@ -27,6 +27,16 @@ def test_a_nested_connection_error_is_its_innermost_cause() -> None:
     exc = requests.exceptions.ConnectionError(ProtocolError("Connection aborted.", inner))
     assert engine_error(exc) == "No such file or directory"
     assert "(" not in engine_error(exc)  # no exception tuple
+
+
+def test_our_own_failure_keeps_its_advice_not_its_cause() -> None:
+    try:
+        try:
+            raise OSError(28, "No space left on device")
+        except OSError as exc:
+            raise EngineFailure("could not write the tree to /work; raise --work-size") from exc
+    except EngineFailure as failure:
+        assert engine_error(failure) == "could not write the tree to /work; raise --work-size"
 
 
 def test_a_long_message_is_one_bounded_line() -> None:

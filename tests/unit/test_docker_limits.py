@@ -15,7 +15,9 @@ from repomin.report.validate import validate_report
 from repomin.runners.docker_limits import (
     GIB,
     MIB,
+    PAGE,
     RECORDED_SETTINGS,
+    check_fits,
     default_memory,
     parse_limits,
     replay_settings,
@@ -175,3 +177,12 @@ def test_a_lifted_limit_that_is_not_named_as_a_default_is_valid() -> None:
 
 def test_a_mistyped_limit_breaks_the_schema() -> None:
     assert "schema" in validate_report(docker_report(docker_pids_limit="512")).rules()
+
+
+def test_a_tree_that_cannot_fit_into_work_is_a_usage_error() -> None:
+    check_fits([MIB - PAGE, PAGE], "1m")  # exactly 256 pages: fits
+    check_fits([10 * GIB], None)  # no size limit
+    with pytest.raises(UsageError, match=r"at least 2 MiB in /work, more than --work-size 1m"):
+        check_fits([MIB - PAGE, PAGE, 1], "1m")  # one byte more is one page more
+    with pytest.raises(UsageError, match=r"e\.g\. 6g"):
+        check_fits([3 * GIB], "1g")

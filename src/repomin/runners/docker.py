@@ -55,7 +55,13 @@ from repomin.runners.docker_engine import (
     resolve_image,
 )
 from repomin.runners.docker_exec import run_agent, run_exec
-from repomin.runners.docker_limits import DEFAULT_USER, Limits, LimitSpec, parse_limits
+from repomin.runners.docker_limits import (
+    DEFAULT_USER,
+    Limits,
+    LimitSpec,
+    check_fits,
+    parse_limits,
+)
 from repomin.runners.docker_script import STREAM_BLOCK, WORKDIR
 from repomin.runners.docker_transport import ScratchRoot, fill, probe_bind, probe_shell, tar_bytes
 from repomin.runners.docker_transport import wipe as wipe_dir
@@ -132,6 +138,7 @@ class DockerRunner:
         self._closed = False
         self._kills = 0
         self._tars: dict[str, bytes] = {}
+        self._fits: set[str] = set()
         self._all_slots = [_Slot(index) for index in range(jobs)]
         self._engine: Engine | None = None
         try:
@@ -247,6 +254,11 @@ class DockerRunner:
         }
 
     def run(self, tree: Tree, request: RunRequest) -> Outcome:
+        if tree.digest not in self._fits:
+            sizes = [len(e.data) for e in tree.entries.values() if e.kind == "file"]
+            check_fits(sizes, self.limits.work_size)  # a usage error: retrying cannot help
+            with self.engine.lock:
+                self._fits.add(tree.digest)
         outcome = Outcome(exit_code=None, infrastructure_error="the runner is closed")
         for attempt in range(1 + RETRIES):
             if self._closed:

@@ -167,7 +167,9 @@ def engine_error(exc: BaseException) -> str:
     ``APIError`` gives its status and the engine's explanation; connection errors are reduced
     to their innermost cause (``requests`` nests them as tuples).
     """
-    if isinstance(exc, APIError):
+    if isinstance(exc, EngineFailure):
+        message = str(exc)  # written for the user already; its cause is in the text
+    elif isinstance(exc, APIError):
         status = exc.response.status_code if exc.response is not None else None
         text = str(exc.explanation or exc)
         message = f"{status} {text}" if status else text

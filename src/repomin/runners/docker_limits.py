@@ -246,3 +246,24 @@ def replay_settings(recorded: Mapping[str, Any]) -> dict[str, Any]:
         "fresh_container": strategy == "container-per-sample",
         "strategy": "exec" if strategy == "exec-per-sample" else None,
     }
+
+
+#: tmpfs allocates whole pages: the least a file of ``n`` bytes takes in ``/work``.
+PAGE = 4096
+
+
+def check_fits(tree_sizes: list[int], work_size: str | None) -> None:
+    """A :class:`UsageError` when a tree cannot fit into ``/work`` (pages alone exceed it).
+
+    Deterministic for a given tree, so it is bad input, not an engine failure: retrying cannot
+    help, and a reduction's candidates are never larger than its input.
+    """
+    if work_size is None:
+        return
+    limit = size_bytes(work_size)
+    needed = sum(-(-n // PAGE) * PAGE for n in tree_sizes)
+    if limit is not None and needed > limit:
+        raise UsageError(
+            f"the tree needs at least {-(-needed // MIB)} MiB in /work, more than --work-size "
+            f"{work_size}; pass a larger --work-size (e.g. {-(-needed * 2 // GIB)}g) or none"
+        )
