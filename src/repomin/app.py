@@ -38,6 +38,7 @@ from repomin.runners.base import Runner
 from repomin.runners.host import HostRunner
 from repomin.session import Session, default_session_dir
 from repomin.source_access import SourceAccess, judge, source_visible
+from repomin.timeouts import AdaptiveTimeoutRunner
 from repomin.trace import TraceResult
 from repomin.verdict import Baseline
 
@@ -208,7 +209,8 @@ def build_context(
     """The collaborators of one reduction: ledger, oracle (with progress hooks), and the runner
     wrapped so that the display sees every run start and finish."""
     ledger = Ledger()
-    runner = ObservedRunner(runner, progress)
+    timeouts = AdaptiveTimeoutRunner(runner, options.timeout)
+    runner = ObservedRunner(timeouts, progress)
     oracle = Oracle(
         runner=runner,
         contract=FailureContract(options.spec),
@@ -229,4 +231,6 @@ def build_context(
             progress.update(theta=oracle.policy.theta)
 
     oracle.attach(OracleHooks(on_sample=on_sample))
-    return stage.Context(options, runner, oracle, ledger, progress, stop, session_root, started)
+    return stage.Context(
+        options, runner, oracle, ledger, progress, stop, session_root, started, timeouts=timeouts
+    )

@@ -35,6 +35,8 @@ class ReduceOptions:
     spec: FailureSpec
     env: Mapping[str, str] = field(default_factory=dict)
     timeout: float = 60.0
+    #: Every run at ``timeout`` (``--fixed-timeout``); default: adaptive candidate limit.
+    fixed_timeout: bool = False
     selection: SelectionOptions = SelectionOptions()
     sampling: SamplingConfig = SamplingConfig()
     jobs: int = 1
@@ -84,6 +86,7 @@ class ReduceOptions:
             "environment_sha256": environment_digest(self.env),
             "environment_names": sorted(self.env),
             "timeout": self.timeout,
+            "fixed_timeout": self.fixed_timeout,
             "sampling": {
                 k: str(v) if isinstance(v, str) else v for k, v in asdict(self.sampling).items()
             },

@@ -45,6 +45,7 @@ from repomin.selection import Selection, SelectionOptions, select
 from repomin.semantic import SemanticClient, describe_spec, failure_context, no_provenance
 from repomin.session import Session, StoredBaseline
 from repomin.source_access import SourceAccess, forbidden_roots, source_visible
+from repomin.timeouts import AdaptiveTimeoutRunner
 from repomin.trace import TraceResult, disabled, trace_opened_files
 from repomin.tree import Tree
 from repomin.verdict import Baseline
@@ -64,6 +65,8 @@ class Context:
     started: float
     #: The pass running now (samples drawn by hooks are counted in it).
     current_pass: CurrentPass = field(default_factory=lambda: CurrentPass())
+    #: The adaptive candidate timeout (armed for the search, disarmed for final runs).
+    timeouts: AdaptiveTimeoutRunner | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +210,9 @@ def search_stage(
     )
     for name in options.schedule:
         ctx.ledger.phase(name)
+    durations = [o.duration for o in baselined.baseline.outcomes]
+    if ctx.timeouts is not None and not options.fixed_timeout and durations:
+        ctx.timeouts.arm(durations)
     result = run_passes(
         reduction,
         options.schedule,
@@ -291,6 +297,8 @@ def _passes(
 def validate_stage(ctx: Context, searched: ReductionResult) -> rx.FinalRuns:
     """Fixed-size final runs of the accepted tree (none after an interrupt)."""
     best = searched.tree
+    if ctx.timeouts is not None:
+        ctx.timeouts.disarm()
     t0 = time.monotonic()
     interrupted = searched.stop_reason == "interrupted"
     planned = 0 if interrupted else ctx.oracle.planned_final_runs()
@@ -373,6 +381,7 @@ def report_stage(
             trace_method=trace.method,
             final=final,
             semantic=options.semantic.provenance() if options.semantic else no_provenance(),
+            timeouts=ctx.timeouts,
             wall_time=time.monotonic() - ctx.started,
             search_samples=ctx.oracle.search_samples,
         )

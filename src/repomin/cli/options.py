@@ -107,8 +107,10 @@ class ReduceArgs:
         type=float,
         default=60.0,
         show_default=True,
-        help="Seconds per run; the whole process group is killed after it.",
+        help="Seconds per run; the whole process group is killed after it. Candidate runs get "
+        "min(this, max(10 x slowest baseline run, 5 s)), retried once at this on a timeout.",
     )
+    fixed_timeout: bool = flag("--fixed-timeout", help="Every run gets --timeout (no adaptive).")
     env: tuple[str, ...] = opt(
         "--env",
         default=(),
@@ -203,7 +205,7 @@ class ReduceArgs:
         "--passes",
         default=None,
         help="Comma-separated pass schedule (default: trace,refs,files,normalise,python,blocks,"
-        "brackets,lines,pyexpr,tokens).",
+        "brackets,lines,pyexpr,pairs,tokens).",
     )
     no_trace: bool = flag("--no-trace", help="Skip the traced run and the trace-guided first cut.")
     semantic_endpoint: str | None = opt(
@@ -322,6 +324,7 @@ def to_options(a: ReduceArgs) -> ReduceOptions:
         ),
         env=parse_env(a.env),
         timeout=a.timeout,
+        fixed_timeout=a.fixed_timeout,
         selection=_selection(a),
         sampling=SamplingConfig(
             confidence=a.confidence,

@@ -13,6 +13,7 @@ from repomin.passes.brackets import DeleteBrackets
 from repomin.passes.files import DeleteFiles
 from repomin.passes.lines import DeleteLines
 from repomin.passes.normalise import Normalise
+from repomin.passes.pairs import TwoPartEdits
 from repomin.passes.pyexpr import PythonExpressions
 from repomin.passes.python_ast import PythonReduce
 from repomin.passes.refs import RefsCut
@@ -30,6 +31,7 @@ REGISTRY: dict[str, type[Pass]] = {
     DeleteBrackets.name: DeleteBrackets,
     DeleteLines.name: DeleteLines,
     PythonExpressions.name: PythonExpressions,
+    TwoPartEdits.name: TwoPartEdits,
     DeleteTokens.name: DeleteTokens,
     SemanticReduce.name: SemanticReduce,
 }
@@ -47,11 +49,12 @@ DEFAULT_SCHEDULE: tuple[str, ...] = (
     "brackets",
     "lines",
     "pyexpr",
+    "pairs",
     "tokens",
 )
 
 #: Expensive passes the driver runs only in a round where every other pass made no progress
 #: (in schedule order; the first that makes progress gives the others another round).
-STALL_ONLY: frozenset[str] = frozenset({"pyexpr", "tokens"})
+STALL_ONLY: frozenset[str] = frozenset({"pyexpr", "pairs", "tokens"})
 
 __all__ = ["DEFAULT_SCHEDULE", "REGISTRY", "STALL_ONLY", "Pass", "Problem"]

@@ -25,6 +25,11 @@ def describe_paths(chunk: Sequence[str]) -> str:
     return f"delete {head}{more}"
 
 
+#: At most this many files: one learning search over every file at once instead of one per
+#: directory (a small residue's directories are mostly chains: each level costs runs).
+FLAT_LIMIT = 64
+
+
 def _present(tree: Tree, path: str) -> bool:
     return path in tree or tree.is_dir(path)
 
@@ -38,6 +43,9 @@ class DeleteFiles:
         self.survived: set[str] = set()
 
     def run(self, problem: Problem) -> None:
+        if problem.current.file_count <= FLAT_LIMIT:
+            self._flat(problem)
+            return
         queue = [""]
         while queue:
             directory = queue.pop(0)
@@ -72,3 +80,32 @@ class DeleteFiles:
                 self.survived.update(kept)
             after = problem.current
             queue.extend(c for c in children if after.is_dir(c))
+
+    def _flat(self, problem: Problem) -> None:
+        tree = problem.current
+        units = sorted(
+            (p for p, e in tree.entries.items() if e.kind != "dir" or not tree.under(p)),
+            key=lambda p: (-tree.size_of(p), p),
+        )
+        units = [u for u in units if not problem.protected(u)]
+        if not units:
+            return
+
+        def build(remaining: Sequence[str]) -> Tree:
+            keep = set(remaining)
+            return problem.current.without(u for u in units if u not in keep)
+
+        priors = [
+            max(p, SURVIVOR_PRIOR) if u in self.survived else p
+            for u, p in zip(units, self.hints.file_priors(tree, units), strict=True)
+        ]
+        kept = learn_delete(
+            problem,
+            self.name,
+            units,
+            build,
+            describe_paths,
+            priors,
+            sync=lambda kept: [u in problem.current for u in kept],
+        )
+        self.survived.update(kept)

@@ -17,6 +17,7 @@ from repomin.policy import SamplingPolicy
 from repomin.report.build import environment_digest
 from repomin.runners.host import IMPLICIT_ENVIRONMENT
 from repomin.selection import Selection
+from repomin.timeouts import FIXED, RULE, AdaptiveTimeoutRunner
 from repomin.tree import Tree
 from repomin.verdict import Baseline
 
@@ -52,6 +53,7 @@ class ExecutionInputs:
     semantic: Mapping[str, Any]
     wall_time: float
     search_samples: int = 0  # what --max-runs counts
+    timeouts: AdaptiveTimeoutRunner | None = None
 
 
 def execution_block(i: ExecutionInputs) -> dict[str, Any]:
@@ -87,6 +89,7 @@ def execution_block(i: ExecutionInputs) -> dict[str, Any]:
         "environment_sha256": environment_digest(o.env),
         "inherited_environment_names": list(IMPLICIT_ENVIRONMENT),
         "timeout_seconds": o.timeout,
+        **timeout_fields(o.timeout, i.timeouts),
         "working_directory": "tree_root",
         **i.semantic,
         "budget_exhausted": i.stop_reason in ("max_runs", "max_time"),
@@ -106,6 +109,17 @@ def execution_block(i: ExecutionInputs) -> dict[str, Any]:
         "search_samples": i.search_samples,
         "event_bounds": "descriptive-clopper-pearson-v1",
         "wall_time_seconds": round(i.wall_time, 6),
+    }
+
+
+def timeout_fields(user: float, timeouts: AdaptiveTimeoutRunner | None) -> dict[str, Any]:
+    """``timeout_rule``, ``candidate_timeout_seconds`` and ``adaptive_timeout_retries``."""
+    armed = timeouts is not None and timeouts.armed_limit is not None
+    limit = timeouts.armed_limit if timeouts is not None and timeouts.armed_limit else user
+    return {
+        "timeout_rule": RULE if armed else FIXED,
+        "candidate_timeout_seconds": limit,
+        "adaptive_timeout_retries": timeouts.retries if timeouts is not None else 0,
     }
 
 
