@@ -103,14 +103,10 @@ class ReduceArgs:
         "--process-failure", help="Pin the process failure (signal / exit status / Windows status)."
     )
     timeout: float = opt(
-        "--timeout",
-        type=float,
-        default=60.0,
-        show_default=True,
-        help="Seconds per run; the whole process group is killed after it. Candidate runs get "
-        "min(this, max(10 x slowest baseline run, 5 s)), retried once at this on a timeout.",
+        "--timeout", type=float, default=60.0, show_default=True,
+        help="Seconds per run (candidates: adaptive, see --fixed-timeout); the group is killed.",
     )
-    fixed_timeout: bool = flag("--fixed-timeout", help="Every run gets --timeout (no adaptive).")
+    fixed_timeout: bool = flag("--fixed-timeout", help="Candidate runs too get --timeout.")
     env: tuple[str, ...] = opt(
         "--env",
         default=(),
@@ -323,8 +319,7 @@ def to_options(a: ReduceArgs) -> ReduceOptions:
             process_failure=a.process_failure,
         ),
         env=parse_env(a.env),
-        timeout=a.timeout,
-        fixed_timeout=a.fixed_timeout,
+        timeout=a.timeout, fixed_timeout=a.fixed_timeout,
         selection=_selection(a),
         sampling=SamplingConfig(
             confidence=a.confidence,
