@@ -170,8 +170,11 @@ def _run_baseline(ctx: Context, selected: Selected, session: Session | None) -> 
 # -- trace ------------------------------------------------------------------------------------
 
 
-def trace_stage(ctx: Context, tree: Tree) -> TraceResult:
-    """One traced run of the command for the trace-guided cut (see ``repomin.trace``)."""
+def trace_stage(
+    ctx: Context, tree: Tree, methods: tuple[str, ...] = ("strace", "atime")
+) -> TraceResult:
+    """One traced run of the command for the trace-guided cut (see ``repomin.trace``); also
+    the re-traced cut's callback (with the first run's method). An event, not a sample."""
     options = ctx.options
     if "trace" not in options.schedule:
         return disabled()
@@ -183,6 +186,7 @@ def trace_stage(ctx: Context, tree: Tree) -> TraceResult:
         request.command,
         request.env,
         request.timeout,
+        methods=methods,
         reproduces=ctx.oracle.contract.reproduces,
         forbidden=forbidden_roots(options.src) if source_visible(ctx.runner) else (),
     )
@@ -216,7 +220,7 @@ def search_stage(
     result = run_passes(
         reduction,
         options.schedule,
-        passes=_passes(options, trace, lambda tree: _retrace(ctx, tree, trace.method)),
+        passes=_passes(options, trace, lambda tree: trace_stage(ctx, tree, (trace.method,))),
         on_pass=lambda name: _on_pass(ctx, name),
         backtrack_first=baselined.backtrack,
     )
@@ -248,22 +252,6 @@ def _on_accept(ctx: Context, session: Session | None, m: Mutation) -> None:
     ctx.progress.message(
         f"{m.phase}: {m.description} -> {m.tree.file_count} files, {m.tree.byte_count} B"
     )
-
-
-def _retrace(ctx: Context, tree: Tree, method: str) -> TraceResult:
-    """A traced run of the current tree for the re-traced cut: an event, not an oracle sample."""
-    request = ctx.oracle.request
-    result = trace_opened_files(
-        ctx.runner,
-        tree,
-        request.command,
-        request.env,
-        request.timeout,
-        methods=(method,),
-        reproduces=ctx.oracle.contract.reproduces,
-    )
-    rx.trace_event(ctx.ledger, result, tree)
-    return result
 
 
 def _passes(
