@@ -7,7 +7,10 @@
 # starts dockerd in the background (log: $REPOMIN_DOCKERD_LOG, default /var/log/dockerd.log),
 # waits up to 60 s for `docker info`, then builds the test images with
 # docker/build-test-images.sh. If the normal daemon configuration does not start, it retries
-# without iptables/bridge and then with the vfs storage driver.
+# without iptables/bridge and then with the vfs storage driver. With --python, when pip has a CA
+# bundle configured (PIP_CERT or pip's global.cert; REPOMIN_BUILD_CA overrides), it also builds
+# ReproMin's own image from docker/Dockerfile on repomin-test/python:1 with that bundle and
+# pip's index (tag $REPOMIN_IMAGE, default repomin:ci; REPOMIN_BUILD_IMAGE=0 skips it).
 #
 # Idempotent: an engine that already answers is reused, present images are kept.
 # Never fails the build: when no engine can be started it prints a WARNING and exits 0, so the
@@ -146,7 +149,8 @@ build_repomin_image() {
 }
 
 PYTHON_BASE=${REPOMIN_PYTHON_IMAGE:-repomin-test/python:1}
-if [ -n "$python_flag" ] && docker image inspect "$PYTHON_BASE" >/dev/null 2>&1; then
+if [ -n "$python_flag" ] && [ "${REPOMIN_BUILD_IMAGE:-1}" != 0 ] &&
+    docker image inspect "$PYTHON_BASE" >/dev/null 2>&1; then
     build_repomin_image
 fi
 exit 0

@@ -6,9 +6,9 @@
 # pip's bundle (and to the system bundle when the image has one) in a build-only file that pip
 # and requests use through PIP_CERT / REQUESTS_CA_BUNDLE. Nothing is written to the image's
 # configuration: the final image verifies TLS as its base does.
-repomin_given=/opt/repomin-build/ca.pem
+repomin_given=${REPOMIN_BUILD_GIVEN:-/opt/repomin-build/ca.pem}
 if [ -n "${CA_CERT:-}" ] || [ -s "$repomin_given" ]; then
-    repomin_bundle=/tmp/repomin-build-ca.pem
+    repomin_bundle=${REPOMIN_BUILD_BUNDLE:-/tmp/repomin-build-ca.pem}
     repomin_certifi=$(python3 -c 'import pip._vendor.certifi as c; print(c.where())' 2>/dev/null)
     {
         if [ -n "$repomin_certifi" ] && [ -r "$repomin_certifi" ]; then cat "$repomin_certifi"; fi
