@@ -111,6 +111,7 @@ def execute(
     """select → baseline → trace → search → validate → export → certify → report."""
     progress = progress or NullProgress()
     started = time.monotonic()
+    progress.stage("selection")
     selected = stage.select_stage(options)
     session_root = options.session_dir or default_session_dir(options.output)
     stop = threading.Event()

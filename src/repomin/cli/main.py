@@ -18,14 +18,29 @@ import click
 
 from repomin import __version__
 from repomin.cli.common import errors_to_exit
-from repomin.cli.options import ReduceArgs, to_options, typed_command
-from repomin.cli.report_cmds import report_group
+from repomin.cli.options import ReduceArgs, to_options
+from repomin.cli.typed import typed_command
 
 # Kept for callers of the former private name.
 _errors_to_exit = errors_to_exit
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """The ``repomin`` group; ``report`` is imported on first use, so that ``reduce`` starts
+    its live display before the statistics modules (scipy, seconds on a busy machine) load."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), "report"})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name == "report" and "report" not in self.commands:
+            from repomin.cli.report_cmds import report_group
+
+            self.add_command(report_group)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="repomin")
 def cli() -> None:
     """Shrink a repository to the smallest tree in which a failure still reproduces."""
@@ -36,11 +51,17 @@ def cli() -> None:
 @errors_to_exit
 def reduce_cmd(args: ReduceArgs) -> None:
     """Reduce SRC to the smallest tree in which COMMAND still fails the same way."""
-    from repomin.app import execute
     from repomin.progress import make_progress
 
-    options = to_options(args)
-    result = execute(options, make_progress(quiet=args.quiet, verbose=args.verbose))
+    progress = make_progress(quiet=args.quiet, verbose=args.verbose)
+    progress.start()  # the clock runs while the rest of ReproMin is imported
+    try:
+        from repomin.app import execute
+
+        options = to_options(args)
+        result = execute(options, progress)
+    finally:
+        progress.stop()
     if not args.quiet:
         _summary(result.report, options.output, result.report_path, result.exit_code)
     sys.exit(result.exit_code)
@@ -86,8 +107,6 @@ def _suggest_holdout(ex: dict[str, Any]) -> None:
         f"--holdout-runs {n} --holdout-min-rate {p0:.3f}"
     )
 
-
-cli.add_command(report_group)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

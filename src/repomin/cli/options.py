@@ -12,60 +12,26 @@ checks that combine flags live in :func:`to_options`; checks of one value live i
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from repomin.cli.typed import arg, flag, opt
 from repomin.errors import UsageError
 from repomin.failure.contract import FailureSpec
-from repomin.holdout import HoldoutConfig
-from repomin.options import ReduceOptions, parse_env, plan_schedule
-from repomin.oracle import Budget
-from repomin.passes import DEFAULT_SCHEDULE
-from repomin.policy import SAMPLING_MODES, SamplingConfig
 from repomin.selection import DEFAULT_IGNORED_NAMES, SelectionOptions, normalise_relative
-from repomin.semantic import SemanticConfig
+
+if TYPE_CHECKING:  # the statistics modules (scipy) load only in to_options: the live display
+    from repomin.holdout import HoldoutConfig  # starts before them (cli.main.reduce_cmd)
+    from repomin.options import ReduceOptions
+    from repomin.semantic import SemanticConfig
+
+#: ``repomin.policy.SAMPLING_MODES`` (equal by a test; importing policy loads scipy).
+SAMPLING_MODES = ("auto", "single", "fast", "strict")
 
 T = TypeVar("T")
-
-
-def opt(*decls: str, default: Any = MISSING, **click_kw: Any) -> Any:
-    """A dataclass field that is also the click option ``decls``."""
-    if default is not MISSING:
-        click_kw.setdefault("default", default)
-    meta = {"click": ("option", decls, click_kw)}
-    return field(metadata=meta) if default is MISSING else field(default=default, metadata=meta)
-
-
-def flag(*decls: str, help: str | None = None) -> Any:
-    return opt(*decls, default=False, is_flag=True, help=help)
-
-
-def arg(**click_kw: Any) -> Any:
-    return field(metadata={"click": ("argument", (), click_kw)})
-
-
-def typed_command(cls: type[T]) -> Callable[[Callable[[T], None]], Callable[..., None]]:
-    """Decorate ``fn(args: cls)`` with one click parameter per field of ``cls``."""
-
-    def decorate(fn: Callable[[T], None]) -> Callable[..., None]:
-        def callback(**params: Any) -> None:
-            fn(cls(**params))
-
-        callback.__doc__ = fn.__doc__
-        callback.__name__ = fn.__name__
-        for f in reversed(fields(cls)):  # type: ignore[arg-type]
-            kind, decls, click_kw = f.metadata["click"]
-            if kind == "argument":
-                callback = click.argument(f.name, **click_kw)(callback)
-            else:
-                callback = click.option(*decls, f.name, **click_kw)(callback)
-        return callback
-
-    return decorate
 
 
 _PATH = click.Path(path_type=Path)
@@ -303,6 +269,11 @@ class ReduceArgs:
 
 def to_options(a: ReduceArgs) -> ReduceOptions:
     """The library options for these flags (every cross-flag check is here)."""
+    from repomin.options import ReduceOptions, parse_env, plan_schedule
+    from repomin.oracle import Budget
+    from repomin.passes import DEFAULT_SCHEDULE
+    from repomin.policy import SamplingConfig
+
     semantic = _semantic(a)
     schedule = (
         tuple(p.strip() for p in a.passes.split(",") if p.strip()) if a.passes else DEFAULT_SCHEDULE
@@ -359,6 +330,8 @@ def _selection(a: ReduceArgs) -> SelectionOptions:
 
 
 def _semantic(a: ReduceArgs) -> SemanticConfig | None:
+    from repomin.semantic import SemanticConfig
+
     if a.semantic_endpoint is None and a.semantic_model is None:
         return None
     if a.semantic_endpoint is None or a.semantic_model is None:
@@ -367,6 +340,8 @@ def _semantic(a: ReduceArgs) -> SemanticConfig | None:
 
 
 def _holdout(a: ReduceArgs) -> HoldoutConfig | None:
+    from repomin.holdout import HoldoutConfig
+
     if a.holdout_runs is None:
         return None
     # None: the candidate threshold θ (resolved after the baseline), as the help says.
