@@ -200,7 +200,7 @@ class ReduceArgs:
         "--holdout-min-rate",
         type=float,
         default=None,
-        help="Rate p0 to certify (default: --min-candidate-rate when given, else 0.5).",
+        help="Rate p0 to certify (default: the candidate threshold theta).",
     )
     session_dir: Path | None = opt(
         "--session",
