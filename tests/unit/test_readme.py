@@ -112,7 +112,7 @@ def test_reduce_defaults_match_the_parser() -> None:
 
 
 def test_replay_defaults_match_the_parser() -> None:
-    report = cli.commands["report"]
+    report = cli.get_command(click.Context(cli), "report")  # loaded on first use
     assert isinstance(report, click.Group)
     rows = table_after(section("Defaults"), "Defaults of `repomin report replay`")
     check_table(report.commands["replay"], rows)
