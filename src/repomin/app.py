@@ -18,12 +18,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from repomin import pipeline as stage
 from repomin.accounting import Ledger
+from repomin.cluster.wiring import cluster_threads
 from repomin.errors import Interrupted, UsageError
 from repomin.export import sidecar_dir
 from repomin.failure.contract import FailureContract
@@ -66,6 +67,17 @@ RunnerFactory = Callable[[ReduceOptions], Runner]
 
 
 def default_runner_factory(options: ReduceOptions) -> Runner:
+    if options.cluster is not None:
+        from repomin.cluster import wiring
+
+        session = options.session_dir or default_session_dir(options.output)
+        hide = (options.output, sidecar_dir(options.output), session)
+        inner = (
+            wiring.host_spec(hide, options.src)
+            if options.backend == "host"
+            else wiring.docker_spec(options.backend_options)
+        )
+        return wiring.make_runner(options.cluster, inner)
     if options.backend == "host":
         # Samples must not reach SRC, OUTPUT or the session at their paths (issue 18).
         session = options.session_dir or default_session_dir(options.output)
@@ -119,6 +131,9 @@ def execute(
     if reason := runner.describe().get("docker_strategy_reason"):
         strategy = runner.describe()["docker_strategy"]
         progress.notice(f"Docker runs {strategy} (slower than the sample agent): {reason}")
+    if options.cluster is not None and options.cluster.jobs_from_cluster:
+        # No --jobs with --cluster: one sample per worker thread.
+        options = replace(options, jobs=cluster_threads(runner) or options.jobs)
     try:
         session = stage.open_session(options, selected, session_root)
     except BaseException:

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from repomin.cluster.wiring import ClusterConfig
 from repomin.diagnose import check_command
 from repomin.errors import UsageError
 from repomin.failure.contract import FailureSpec
@@ -56,6 +57,9 @@ class ReduceOptions:
     keep_rate: bool = False
     #: ``--allow-src-access``: proceed when a visible SRC was reached by its absolute path.
     allow_src_access: bool = False
+    #: ``--cluster``: samples run on a Dask cluster (not part of the session configuration,
+    #: so ``--resume`` may continue on another cluster or locally).
+    cluster: ClusterConfig | None = None
 
     def __post_init__(self) -> None:
         check_command(self.command)

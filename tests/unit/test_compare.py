@@ -183,6 +183,7 @@ PAIR_EDITS: dict[str, Callable[[dict[str, Any]], None]] = {
     "source_size_changed": _set("source.bytes", 317),
     "input_selection_changed": _set("execution.keep_paths", [f"{SECRET}/kept"]),
     "backend_changed": _set("execution.backend", "docker"),
+    "dispatch_changed": _set("execution.cluster_scheduler_sha256", "ab" * 32),
     "jobs_changed": _set("execution.jobs", 4),
     "timeout_changed": _set("execution.timeout_seconds", 40.0),
     "cache_changed": _set("execution.cache_enabled", False),

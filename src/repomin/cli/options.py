@@ -1,12 +1,12 @@
 """``repomin reduce``'s flags as one frozen, typed record, and its translation to options.
 
-Owns the flag table: every field of :class:`ReduceArgs` *is* a click parameter (declared in the
-field's metadata by :func:`opt` / :func:`arg`), and :func:`typed_command` turns the record into
-the command's parameters, so the command receives a ``ReduceArgs`` and never a ``**kw``. All
-checks that combine flags live in :func:`to_options`; checks of one value live in the
-``__post_init__`` of the library record it becomes (``SamplingConfig``, ``Budget``,
-``HoldoutConfig``, ``ReduceOptions``). To add a flag: add a field here and map it in
-:func:`to_options`.
+Owns the flag table: every field of :class:`ReduceArgs` *is* a click parameter (declared with
+:mod:`repomin.cli.typed`'s ``opt`` / ``flag`` / ``arg``; ``typed_command`` turns the record into
+the command's parameters, so the command receives a ``ReduceArgs`` and never a ``**kw``; the
+``--cluster`` flags come from ``ClusterArgs``). All checks that combine flags live in
+:func:`to_options`; checks of one value live in the ``__post_init__`` of the library record it
+becomes (``SamplingConfig``, ``Budget``, ``HoldoutConfig``, ``ReduceOptions``). To add a flag:
+add a field here and map it in :func:`to_options`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from repomin.cli.typed import arg, flag, opt
+from repomin.cluster.wiring import ClusterArgs
 from repomin.errors import UsageError
 from repomin.failure.contract import FailureSpec
 from repomin.selection import DEFAULT_IGNORED_NAMES, SelectionOptions, normalise_relative
@@ -43,7 +44,7 @@ _ALLOW_SRC = "Proceed when a visible SRC was reached by its absolute path (recor
 
 
 @dataclass(frozen=True, slots=True)
-class ReduceArgs:
+class ReduceArgs(ClusterArgs):
     """The parsed flags of ``repomin reduce`` (names and defaults are the CLI's)."""
 
     src: Path = arg(type=click.Path(path_type=Path, file_okay=True, dir_okay=True))
@@ -275,6 +276,7 @@ def to_options(a: ReduceArgs) -> ReduceOptions:
     from repomin.policy import SamplingConfig
 
     semantic = _semantic(a)
+    cluster = a.cluster_config(jobs_given=a.jobs is not None)
     schedule = (
         tuple(p.strip() for p in a.passes.split(",") if p.strip()) if a.passes else DEFAULT_SCHEDULE
     )
@@ -301,7 +303,7 @@ def to_options(a: ReduceArgs) -> ReduceOptions:
             min_candidate_rate=a.min_candidate_rate,
             mode=a.sampling,  # type: ignore[arg-type]  # coerced to Sampling
         ),
-        jobs=a.jobs if a.jobs is not None else (os.cpu_count() or 1),
+        jobs=a.jobs if a.jobs is not None else (1 if cluster else os.cpu_count() or 1),
         use_cache=not a.no_cache,
         budget=Budget(a.max_runs, a.max_time),
         force=a.force,
@@ -316,6 +318,7 @@ def to_options(a: ReduceArgs) -> ReduceOptions:
         semantic=semantic,
         keep_rate=a.keep_rate,
         allow_src_access=a.allow_src_access,
+        cluster=cluster,
     )
 
 

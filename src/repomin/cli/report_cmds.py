@@ -19,6 +19,7 @@ import click
 
 from repomin.cli.common import errors_to_exit
 from repomin.cli.compare_cmd import compare_cmd
+from repomin.cluster import wiring
 from repomin.errors import ReportError, UsageError
 from repomin.report import replay as rp
 from repomin.report.summary import build_summary, render_markdown
@@ -150,6 +151,7 @@ def validate_cmd(report: Path, payload: Path | None, as_json: bool, fmt: str | N
     help="Also run the holdout's exact test of 'reproduces with probability >= P0' on these "
     "runs; exit 0 only when it passes.",
 )
+@wiring.cluster_options
 @errors_to_exit
 def replay_cmd(
     report: Path,
@@ -160,6 +162,11 @@ def replay_cmd(
     jobs: int | None,
     allow_modified: bool,
     min_rate: float | None,
+    cluster: str | None,
+    cluster_tls_ca: Path | None,
+    cluster_tls_cert: Path | None,
+    cluster_tls_key: Path | None,
+    allow_mixed_workers: bool,
 ) -> None:
     """Rerun REPORT's command on fresh copies of the payload: a new observation, not a proof.
 
@@ -167,6 +174,9 @@ def replay_cmd(
     """
     if min_rate is not None and not 0 < min_rate < 1:
         raise UsageError(f"--min-rate {min_rate} must be in (0, 1), e.g. 0.3")
+    config = wiring.config_from_flags(
+        cluster, cluster_tls_ca, cluster_tls_cert, cluster_tls_key, allow_mixed_workers, True
+    )
     data, drift = _checked_for_replay(_report_file(report), payload, allow_modified)
     plan = rp.plan_replay(data, runs=runs, timeout=timeout, jobs=jobs)
     _describe(plan)
@@ -190,7 +200,7 @@ def replay_cmd(
         raise ReportError(
             "payload.fingerprint: the payload changed while it was being read; nothing was run"
         )
-    runner = rp.make_runner(plan)
+    runner = rp.make_runner(plan) if config is None else wiring.replay_runner(plan, config)
     try:
         obs = rp.run_replay(plan, tree, runner, env)
     finally:

@@ -119,6 +119,17 @@ PAIR_RULES: tuple[ContextRule, ...] = (
         ),
     ),
     ContextRule("backend_changed", "the execution backend differs", _fields("backend")),
+    ContextRule(
+        "dispatch_changed",
+        "where samples ran differs (local pool or cluster: workers, threads, scheduler, mixed)",
+        _fields(
+            "dispatch_engine",
+            "cluster_workers",
+            "cluster_threads",
+            "cluster_scheduler_sha256",
+            "cluster_mixed_workers_allowed",
+        ),
+    ),
     ContextRule("jobs_changed", "the maximum concurrency (jobs) differs", _fields("jobs")),
     ContextRule("timeout_changed", "the per-run timeout differs", _fields("timeout_seconds")),
     ContextRule(

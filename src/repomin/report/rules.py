@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from repomin import stats
+from repomin.cluster.fields import cluster_problems
 from repomin.failure.contract import SIGNATURE_FLAGS
 
 #: Problem lines are cut to this many characters (values from the report are echoed in them).
@@ -51,6 +52,10 @@ RULES: dict[str, str] = {
     "execution.docker_limits": (
         "docker_memory and docker_memory_bytes are both null or both set; a limit named in "
         "docker_limit_defaults is not null"
+    ),
+    "execution.cluster": (
+        "cluster dispatch fields come together; several worker environments need "
+        "cluster_mixed_workers_allowed"
     ),
     "accounting.phase_names": "each phase appears once in phase_statistics.phases",
     "accounting.attempts": (
@@ -241,6 +246,7 @@ def check_execution(report: dict[str, Any]) -> list[Problem]:
                 )
             )
         problems += _docker_limits(ex)
+    problems.extend(Problem("execution.cluster", m) for m in cluster_problems(ex))
     return problems
 
 

@@ -1,0 +1,151 @@
+"""Issue 14 benchmark: one latency-bound reduction on a local Dask cluster of W workers.
+
+    PYTHONPATH=src python benchmarks/cluster.py [--workers 1,4,8,16] [--files 2000] [--sleep 1]
+
+The case: a 2,000-file tree in nested directories, 6 of which are needed; every run sleeps
+``--sleep`` seconds and then checks which of the needed files exist (so runs are latency-bound
+and cheap on CPU, like a remote build that mostly waits). For each W a fresh scheduler and W
+single-threaded workers start on 127.0.0.1 (``dask scheduler`` / ``dask worker``), then
+``repomin reduce --cluster`` runs with ``--jobs`` = W threads (the default) and ``--no-trace``
+(a traced run would see the needed files at once and leave no search to parallelise). Prints
+one JSON object per W and a Markdown table: wall, oracle runs, speedup over the first W, bytes
+shipped per sample. Writes nothing else (temporary directories are removed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def make_repo(root: Path, n_files: int, needed: int, seed: int = 14) -> list[str]:
+    rng = random.Random(seed)
+    dirs = [""]
+    for i in range(max(4, n_files // 40)):
+        parent = rng.choice(dirs)
+        dirs.append(f"{parent}/d{i}" if parent else f"d{i}")
+    paths: list[str] = []
+    while len(paths) < n_files:
+        d = rng.choice(dirs)
+        name = f"f{len(paths)}.txt"
+        paths.append(f"{d}/{name}" if d else name)
+    for rel in paths:
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(f"content of {rel}\n" * rng.randint(1, 6))
+    return sorted(rng.sample(paths, needed))
+
+
+def command(needed: list[str], sleep: float) -> str:
+    checks = " && ".join(f"test -e {p}" for p in needed)
+    return f"sleep {sleep}; if {checks}; then echo BUG; exit 1; fi; exit 0"
+
+
+class Cluster:
+    def __init__(self, root: Path, workers: int) -> None:
+        env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+        self.procs: list[subprocess.Popen[bytes]] = []
+        file = root / "scheduler.json"
+        self.procs.append(self._start(
+            ["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+             "--scheduler-file", str(file)], env))
+        deadline = time.monotonic() + 60
+        while not (file.exists() and file.stat().st_size) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.address = str(json.loads(file.read_text())["address"])
+        for i in range(workers):
+            (root / f"w{i}").mkdir()
+            self.procs.append(self._start(
+                ["worker", self.address, "--nthreads", "1", "--no-nanny", "--no-dashboard",
+                 "--host", "127.0.0.1", "--local-directory", str(root / f"w{i}")], env))
+        from distributed import Client
+
+        with Client(self.address, timeout=60, set_as_default=False) as client:
+            client.wait_for_workers(workers, timeout=120)
+
+    @staticmethod
+    def _start(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+        exe = Path(sys.executable).with_name("dask")
+        return subprocess.Popen(
+            [str(exe), *args], env=env, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True,
+        )
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def run_one(workers: int, files: int, needed_n: int, sleep: float) -> dict[str, Any]:
+    root = Path(tempfile.mkdtemp(prefix="repomin-bench-cluster-"))
+    try:
+        src = root / "repo"
+        needed = make_repo(src, files, needed_n)
+        cluster = Cluster(root, workers)
+        try:
+            out = root / "out"
+            argv = [sys.executable, "-m", "repomin", "reduce", str(src), "-o", str(out),
+                    "--command", command(needed, sleep), "--match", "BUG", "--no-trace",
+                    "--baseline-runs", "2", "--final-runs", "2", "--no-session", "-q",
+                    "--timeout", str(30 + 5 * sleep), "--cluster", cluster.address]
+            env = {**os.environ, "PYTHONPATH": str(SRC)}
+            t0 = time.monotonic()
+            done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=7200)
+            wall = time.monotonic() - t0
+        finally:
+            cluster.stop()
+        if done.returncode != 0:
+            raise SystemExit(f"reduce failed ({done.returncode}): {done.stderr[-2000:]}")
+        report = json.loads((root / "out.repomin" / "report.json").read_text())
+        ex = report["execution"]
+        kept = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+        return {
+            "workers": workers,
+            "jobs": ex["jobs"],
+            "wall_seconds": round(wall, 1),
+            "oracle_runs": ex["oracle_samples"],
+            "bytes_per_sample": ex["cluster_bytes_per_sample"],
+            "bytes_shipped": ex["cluster_bytes_shipped"],
+            "payload_is_needed_files": kept == needed,
+        }
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--workers", default="1,4,8,16")
+    ap.add_argument("--files", type=int, default=2000)
+    ap.add_argument("--needed", type=int, default=6)
+    ap.add_argument("--sleep", type=float, default=1.0)
+    a = ap.parse_args()
+    rows = []
+    for w in (int(x) for x in a.workers.split(",")):
+        row = run_one(w, a.files, a.needed, a.sleep)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    base = rows[0]["wall_seconds"]
+    print("\n| workers | wall (s) | oracle runs | speedup | bytes per sample | payload = needed |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['workers']} | {r['wall_seconds']} | {r['oracle_runs']} | "
+              f"{base / r['wall_seconds']:.2f}× | {r['bytes_per_sample']:.0f} | "
+              f"{r['payload_is_needed_files']} |")
+
+
+if __name__ == "__main__":
+    main()
