@@ -22,9 +22,6 @@ MAX_FUNCTION_LINES = 60
 MAX_ORACLE_ATTRIBUTES = 12
 #: Modules whose functions must stay short (the middle floors).
 SHORT_FUNCTIONS = ("repomin.app", "repomin.oracle", "repomin.reducer", "repomin.cli")
-#: Over the limit today and being split by the Docker runner work (issue 15): remove the entry
-#: when that lands. Nothing else may join this set.
-PENDING_SPLIT = {"repomin.runners.docker"}
 
 
 @cache
@@ -132,7 +129,6 @@ def test_no_module_over_the_limit() -> None:
         name: n
         for name, path in modules().items()
         if (n := len(path.read_text("utf-8").splitlines())) > MAX_MODULE_LINES
-        and name not in PENDING_SPLIT
     }
     assert long == {}
 
