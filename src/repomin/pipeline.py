@@ -191,6 +191,8 @@ def trace_stage(
         forbidden=forbidden_roots(options.src) if source_visible(ctx.runner) else (),
     )
     rx.trace_event(ctx.ledger, result, tree)
+    if ctx.current_pass.name is not None:  # a re-trace inside a pass: show the pass again
+        ctx.progress.stage(ctx.current_pass.name)
     return result
 
 
