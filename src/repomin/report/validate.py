@@ -30,6 +30,7 @@ from repomin.report.rules import (
     json_type,
     non_finite,
 )
+from repomin.report.slippage_rules import check_slippage
 
 __all__ = [
     "RULES",
@@ -184,6 +185,7 @@ def check_report(data: Any) -> list[Problem]:
     problems += check_accounting(data)
     problems += check_holdout(data)
     problems += check_events(data)
+    problems += check_slippage(data)
     return problems
 
 
