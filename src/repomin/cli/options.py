@@ -168,7 +168,7 @@ class ReduceArgs(ClusterArgs):
         "--passes",
         default=None,
         help="Comma-separated pass schedule (default: trace,refs,files,normalise,python,blocks,"
-        "brackets,lines,pyexpr,pairs,tokens).",
+        "brackets,lines,pyexpr,tokens).",
     )
     no_trace: bool = flag("--no-trace", help="Skip the traced run and the trace-guided first cut.")
     semantic_endpoint: str | None = opt(

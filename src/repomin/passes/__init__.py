@@ -38,7 +38,7 @@ REGISTRY: dict[str, type[Pass]] = {
 
 #: The default schedule: the one-shot trace cut, then cheap, high-yield passes first; structure
 #: before lines (a valid structural deletion replaces many line candidates). ``semantic`` is
-#: added after ``files`` only with ``--semantic-endpoint``.
+#: added after ``files`` only with ``--semantic-endpoint``. ``pairs`` is opt-in (``--passes``).
 DEFAULT_SCHEDULE: tuple[str, ...] = (
     "trace",
     "refs",
@@ -49,7 +49,6 @@ DEFAULT_SCHEDULE: tuple[str, ...] = (
     "brackets",
     "lines",
     "pyexpr",
-    "pairs",
     "tokens",
 )
 
