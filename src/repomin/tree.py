@@ -66,7 +66,11 @@ class Tree:
     """An immutable mapping ``path -> Entry``. Construct with :meth:`of`."""
 
     entries: Mapping[str, Entry]
-    _records: dict[str, bytes] = field(default_factory=dict, repr=False, compare=False)
+    #: path -> (entry, digest record), shared by every tree derived from one another; a record
+    #: is reused only for the identical entry object, so deriving a candidate copies nothing.
+    _records: dict[str, tuple[Entry, bytes]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @classmethod
     def of(cls, entries: Mapping[str, Entry]) -> Tree:
@@ -94,10 +98,12 @@ class Tree:
         return sum(e.size for e in self.entries.values())
 
     def _record(self, path: str) -> bytes:
-        rec = self._records.get(path)
-        if rec is None:
-            rec = _entry_record(path, self.entries[path])
-            self._records[path] = rec
+        entry = self.entries[path]
+        cached = self._records.get(path)
+        if cached is not None and cached[0] is entry:
+            return cached[1]
+        rec = _entry_record(path, entry)
+        self._records[path] = (entry, rec)
         return rec
 
     @cached_property
@@ -108,27 +114,34 @@ class Tree:
             h.update(self._record(path))
         return h.hexdigest()
 
-    def _derive(self, entries: dict[str, Entry]) -> Tree:
-        child = Tree(entries)
-        # Records of unchanged entries are shared, so digests of candidates stay cheap.
-        for path, rec in self._records.items():
-            if path in entries and entries[path] is self.entries.get(path):
-                child._records[path] = rec
+    def _derive(self, entries: dict[str, Entry], byte_count: int | None = None) -> Tree:
+        child = Tree(entries, self._records)
+        if byte_count is not None:  # known incrementally: no pass over the entries
+            child.__dict__["byte_count"] = byte_count
         return child
 
     def without(self, paths: Iterable[str]) -> Tree:
-        """The tree minus ``paths`` (and everything below any directory path among them)."""
-        drop = set(paths)
-        prefixes = tuple(p.rstrip("/") + "/" for p in drop)
-        kept = {
-            p: e for p, e in self.entries.items() if p not in drop and not p.startswith(prefixes)
-        }
-        return self._derive(kept)
+        """The tree minus ``paths`` (and everything below any directory path among them).
+
+        Cost: one copy of the mapping plus work per removed entry (directories are found by
+        bisection in the sorted paths), not a test of every entry against every path."""
+        gone: set[str] = set()
+        for path in set(paths):
+            if path in self.entries:
+                gone.add(path)
+            if path.rstrip("/"):
+                gone.update(self.under(path))
+        kept = dict(self.entries)
+        removed = 0
+        for path in gone:
+            removed += kept.pop(path).size
+        return self._derive(kept, self.byte_count - removed)
 
     def replace(self, path: str, data: bytes) -> Tree:
         entries = dict(self.entries)
-        entries[path] = entries[path].with_data(data)
-        return self._derive(entries)
+        old = entries[path]
+        entries[path] = old.with_data(data)
+        return self._derive(entries, self.byte_count - old.size + entries[path].size)
 
     def directories(self) -> set[str]:
         """Every directory that has at least one entry below it (not counting the root)."""
