@@ -152,12 +152,14 @@ def trace_opened_files(
 ) -> TraceResult:
     """Run ``command`` once on ``tree`` under a tracer; never raises for a tracing problem.
 
-    ``in_band`` forces the stderr transport (default: only for non-host backends).
+    ``in_band`` forces the stderr transport (default: only for non-host backends and clusters).
     ``reproduces`` (the failure contract) is only used to say in the event whether the traced
     run failed the same way.
     """
     token = secrets.token_hex(8)
-    band = runner.backend != "host" if in_band is None else in_band
+    # A cluster worker's host runner writes on its own machine: the log comes back in band.
+    remote = runner.describe().get("dispatch_engine") is not None
+    band = (runner.backend != "host" or remote) if in_band is None else in_band
     if not band:
         reap_stale(Path(tempfile.gettempdir()), "repomin-trace-")
     sink = None if band else tempfile.mkdtemp(prefix=f"repomin-trace-{os.getpid()}-")

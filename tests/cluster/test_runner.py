@@ -181,3 +181,23 @@ def test_workers_with_another_environment_are_refused_unless_allowed(tmp_path: P
             runner.close()
     finally:
         c.stop()
+
+
+def test_the_traced_run_comes_back_in_band(
+    cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from repomin import trace
+
+    def no_local_sink(*a: object, **k: object) -> str:
+        raise AssertionError("a cluster trace must not use a sink on this machine")
+
+    monkeypatch.setattr(trace.tempfile, "mkdtemp", no_local_sink)
+    runner = ClusterRunner(cluster.address, HOST)
+    try:
+        result = trace.trace_opened_files(runner, _tree(4), "cat pkg/m1.txt >/dev/null", {}, 20)
+    finally:
+        runner.close()
+    if result.method == "unavailable":  # no strace, no atime probe here: nothing to check
+        pytest.skip(f"no tracing method on this machine: {result.reason}")
+    assert result.opened is not None, result
+    assert "pkg/m1.txt" in result.opened and "pkg/m2.txt" not in result.opened
