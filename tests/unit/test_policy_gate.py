@@ -37,6 +37,15 @@ def test_auto_is_gated_single_or_fast_and_explicit_modes_are_not() -> None:
     assert det.holdout_p0 == det.theta == stats.lower_bound(20, 20, 0.95) / 2
 
 
+def test_gated_search_level_and_screen_are_cost_knobs_explicit_fast_keeps_alpha() -> None:
+    gated, explicit = _learn(passes=12), _learn("fast", passes=12)
+    assert gated.alpha_for(1) == gated.alpha_for(500) == 0.3
+    assert explicit.alpha_for(500) == pytest.approx(0.05)
+    # R: a candidate at the baseline rate 0.6 passes the screen with prob >= 0.7 (gate), 0.9
+    assert (gated.screen_runs, explicit.screen_runs) == (2, 3)
+    assert 1 - 0.4**2 >= 0.7 > 1 - 0.4 and 1 - 0.4**3 >= 0.9 > 1 - 0.4**2
+
+
 def test_gate_levels_are_spent_and_sum_to_alpha() -> None:
     policy = _learn()
     levels = []
