@@ -85,6 +85,9 @@ class BernoulliRunner:
     def describe(self) -> dict[str, Any]:
         return {"backend": "host"}
 
+    def kill_all(self) -> None:
+        pass
+
     def close(self) -> None:
         pass
 
