@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.montecarlo import run_trials  # noqa: E402
+from tests.montecarlo import run_trials
 
 
 def main() -> None:
