@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Starts a real Dask cluster on 127.0.0.1 in the background -- `dask scheduler` and 3
-# `dask worker`s, each with one thread -- for the tests marked `cluster`, and prints shell
+# `dask worker`s, each with one thread and no nanny (so the recorded PIDs are all there is to
+# stop; stop them with SIGKILL: a worker whose scheduler is gone waits on SIGTERM) -- for the
+# tests marked `cluster`, and prints shell
 # lines exporting its address (REPOMIN_TEST_CLUSTER) and the PIDs to stop
 # (REPOMIN_TEST_CLUSTER_PIDS). The workers import ReproMin from this checkout (PYTHONPATH), so
 # they may start before it is installed. Usage: eval "$(bash .ci/dask-cluster.sh)".
@@ -21,7 +23,7 @@ address=$(python -c 'import json,sys; print(json.load(open(sys.argv[1]))["addres
     "$root/scheduler.json")
 for i in 1 2 3; do
     mkdir -p "$root/w$i"
-    "${worker[@]}" "$address" --nthreads 1 --host 127.0.0.1 --no-dashboard --name "ci-w$i" \
+    "${worker[@]}" "$address" --nthreads 1 --no-nanny --host 127.0.0.1 --no-dashboard --name "ci-w$i" \
         --local-directory "$root/w$i" >"$root/w$i/log" 2>&1 &
     pids+=($!)
 done

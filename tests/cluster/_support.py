@@ -7,6 +7,7 @@ as ``REPOMIN_TEST_CLUSTER``. Worker processes import ReproMin from this checkout
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -106,14 +107,12 @@ class LocalCluster:
         self.scheduler.wait()
 
     def stop(self) -> None:
+        # SIGKILL: a worker whose scheduler is gone lingers for a long time on SIGTERM.
         for proc in [*self.workers, self.scheduler]:
             if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                    proc.wait(timeout=10)
-                except (ProcessLookupError, subprocess.TimeoutExpired):
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+                proc.wait()
 
 
 def shared_cluster() -> str:
