@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-import time
 from functools import cache
 
 import pytest
@@ -366,14 +365,13 @@ def test_identifier_is_stable() -> None:
     )
 
 
-def test_design_is_cached_and_fast() -> None:
+def test_design_is_cached_and_exact_when_built_afresh() -> None:
+    # Speed is a benchmark's business (no timed unit tests); this checks the cache and that an
+    # uncached design at a tiny level still has its exact size.
     assert design(0.5, 0.05, 60, 2, False) is design(0.5, 0.05, 60, 2, False)
     sequential_module._pvalue_table.cache_clear()
-    start = time.perf_counter()
     d = design.__wrapped__(0.3, 1e-6, 200, 3, True)
-    elapsed = time.perf_counter() - start
     assert d.size <= 1e-6
-    assert elapsed < 0.1, f"design took {elapsed:.3f}s"
 
 
 # --- §3 spending ----------------------------------------------------------------------------
