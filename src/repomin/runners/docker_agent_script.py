@@ -33,7 +33,7 @@ pids ``max`` counters, checks whether a scratch filesystem is full, wipes ``/tmp
 
 from __future__ import annotations
 
-from repomin.runners.docker_script import USER_WIPE
+from repomin.runners.docker_script import COUNTER_FUNCTIONS, USER_WIPE
 
 #: Version of the request/response protocol (first line the agent prints).
 AGENT_PROTOCOL = "1"
@@ -110,25 +110,9 @@ rp_reap() {
     wait 2>/dev/null
     return 0
 }
-rp_counter() {
-    rp_key=$1
-    shift
-    rp_v=-
-    for rp_f in "$@"; do
-        [ -r "$rp_f" ] || continue
-        { while IFS="$rp_ws" read -r rp_k rp_a rp_rest; do
-            [ "$rp_k" = "$rp_key" ] && rp_v=$rp_a
-          done <"$rp_f"; } 2>/dev/null
-        [ "$rp_v" != - ] && return 0
-    done
-}
-rp_counters() {
-    rp_counter oom_kill /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control
-    rp_oom=$rp_v
-    rp_counter max /sys/fs/cgroup/pids.events /sys/fs/cgroup/pids/pids.events
-    rp_pids=$rp_v
-}
-rp_dirty() {
+"""
+    + COUNTER_FUNCTIONS
+    + r"""rp_dirty() {
     for rp_e in "$1"/* "$1"/.[!.]* "$1"/..?*; do
         if [ -e "$rp_e" ] || [ -L "$rp_e" ]; then return 0; fi
     done

@@ -55,6 +55,28 @@ rp_wipe() {
 #: The agent's wipe, run as the sample user: ``sh -c USER_WIPE sh DIR...`` (exit 0 = clean).
 USER_WIPE = _WIPE_FUNCTIONS + 'chmod u+rwx "$@" 2>/dev/null\nrp_wipe "$@"\n'
 
+#: ``rp_counters``: the cgroup's OOM-kill and pids-limit counters (v2 files, else v1) into
+#: ``$rp_oom`` and ``$rp_pids`` (``-`` when unreadable); shared with the sample agent.
+COUNTER_FUNCTIONS = r"""rp_counter() {
+    rp_key=$1
+    shift
+    rp_v=-
+    for rp_f in "$@"; do
+        [ -r "$rp_f" ] || continue
+        { while IFS="$rp_ws" read -r rp_k rp_a rp_rest; do
+            [ "$rp_k" = "$rp_key" ] && rp_v=$rp_a
+          done <"$rp_f"; } 2>/dev/null
+        [ "$rp_v" != - ] && return 0
+    done
+}
+rp_counters() {
+    rp_counter oom_kill /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control
+    rp_oom=$rp_v
+    rp_counter max /sys/fs/cgroup/pids.events /sys/fs/cgroup/pids/pids.events
+    rp_pids=$rp_v
+}
+"""
+
 #: Shared shell functions. ``$rp_uid`` must be set; only builtins are used in ``rp_reap``.
 _FUNCTIONS = (
     "\nrp_ws=' \t\n'\n"
@@ -78,25 +100,9 @@ _FUNCTIONS = (
         [ "$rp_n" -ge 200 ] && return 1
     done
 }
-rp_counter() {
-    rp_key=$1
-    shift
-    rp_v=-
-    for rp_f in "$@"; do
-        [ -r "$rp_f" ] || continue
-        { while IFS="$rp_ws" read -r rp_k rp_a rp_rest; do
-            [ "$rp_k" = "$rp_key" ] && rp_v=$rp_a
-          done <"$rp_f"; } 2>/dev/null
-        [ "$rp_v" != - ] && return 0
-    done
-}
-rp_counters() {
-    rp_counter oom_kill /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control
-    rp_oom=$rp_v
-    rp_counter max /sys/fs/cgroup/pids.events /sys/fs/cgroup/pids/pids.events
-    rp_pids=$rp_v
-}
 """
+    + COUNTER_FUNCTIONS
+    + r""""""
     + _WIPE_FUNCTIONS
     + r"""PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 """
