@@ -3,7 +3,7 @@
 The payload is read back from disk after export (so the runs see exactly what was exported),
 its digest checked against the accepted tree, and ``planned_runs`` fresh samples are run with
 the same command, environment, contract and concurrency as the search. No search decision ever
-reads these samples, so the exact one-sided binomial test (STATISTICS.md §5) has error exactly
+reads these samples, so the exact one-sided binomial test (docs/statistics.md §A5) has error exactly
 ``alpha``. The result is the report's ``holdout_certification`` object, derived from the
 recorded samples by :func:`holdout_record`.
 """

@@ -1,6 +1,7 @@
-"""The statistics package against every reference value in STATISTICS.md, plus properties.
+"""The statistics package against every reference value in docs/statistics.md (appendix A1-A5),
+plus properties.
 
-Reference values are compared to the precision they are printed with in STATISTICS.md.
+Reference values are compared to the precision they are printed with in docs/statistics.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Exact statistics for deciding on flaky candidates: bounds, sequential designs, holdout.
 
-Pure functions and immutable values over scipy; no I/O. STATISTICS.md is the specification and
+Pure functions and immutable values over scipy; no I/O. docs/statistics.md is the specification and
 its reference values are the unit tests.
 """
 

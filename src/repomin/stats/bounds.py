@@ -1,7 +1,7 @@
 """Exact one-sided binomial inference: Clopper–Pearson bounds, p-values, zero-failure counts.
 
 Every function is a thin, validated wrapper around scipy so that the whole tool computes the
-same number the same way (STATISTICS.md §1). The identity the rest of the package leans on is
+same number the same way (docs/statistics.md §A1). The identity the rest of the package leans on is
 
     binom_pvalue(k, n, p0) <= a   <=>   lower_bound(k, n, 1 - a) >= p0
 
@@ -84,7 +84,8 @@ def amplified_rate(p: float, repeats: int) -> float:
     """Pass probability of a super-run of up to ``repeats`` runs that stops at the first pass.
 
     ``1 - (1 - p) ** R``, monotone in p, so testing it against the amplified threshold is the
-    same hypothesis (STATISTICS.md §4). Computed with ``expm1``/``log1p`` to keep small rates exact.
+    same hypothesis (docs/statistics.md §A4). Computed with ``expm1``/``log1p`` to keep small
+    rates exact.
     """
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"p must lie in [0, 1], got {p!r}")

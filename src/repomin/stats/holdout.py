@@ -1,4 +1,4 @@
-"""Holdout certification of the exported payload: one exact binomial test (STATISTICS.md §5).
+"""Holdout certification of the exported payload: one exact binomial test (docs/statistics.md §A5).
 
 ``n`` fresh runs of the frozen payload, never used by any search decision, give ``K`` passes.
 The claim "p >= p0" is certified at level α_h iff the exact p-value of H0: p <= p0 is at most

@@ -1,6 +1,6 @@
 """Calibrated exact sequential tests of one candidate: H0 p <= θ against H1 p > θ.
 
-After ``t`` runs with ``k`` passes and ``f = t - k`` failures the rule (STATISTICS.md §2) is:
+After ``t`` runs with ``k`` passes and ``f = t - k`` failures the rule (docs/statistics.md §A2) is:
 
 - **reject** when ``f`` exceeds the failure limit — the futility budget ``F`` when one is given,
   and in any case the *curtailment* limit, the largest ``f`` for which acceptance is still

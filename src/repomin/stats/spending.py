@@ -1,4 +1,4 @@
-"""Alpha spending over a candidate index: the family-wise error budget (STATISTICS.md §3).
+"""Alpha spending over a candidate index: the family-wise error budget (docs/statistics.md §A3).
 
 The i-th candidate that *could* be accepted (with screen-then-spend: the i-th candidate whose
 screening run passed) is tested at level ``spend_alpha(alpha, i)``. Both rules sum to exactly
