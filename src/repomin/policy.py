@@ -76,6 +76,25 @@ class SamplingConfig:
         if self.mode not in SAMPLING_MODES:
             raise UsageError(f"--sampling {self.mode!r} must be one of {', '.join(SAMPLING_MODES)}")
         object.__setattr__(self, "mode", Sampling(self.mode))
+        self._check_final_runs()
+
+    def _check_final_runs(self) -> None:
+        """An explicit ``--final-runs`` the payload gate can never pass is bad input: even an
+        all-pass final sample has p-value θ^n, and θ is at most ``min_candidate_rate`` or half
+        the lower bound of an all-pass baseline."""
+        n = self.final_runs
+        if self.mode is not Sampling.AUTO or not n or self.spending not in stats.SPENDING_RULES:
+            return
+        best = stats.lower_bound(self.baseline_runs, self.baseline_runs, self.confidence)
+        theta = self.min_candidate_rate or max(best / 2, 1e-3)
+        first = stats.spend_alpha(self.alpha, 1, self.spending)
+        if theta**n > first:
+            need = math.ceil(math.log(first) / math.log(theta))
+            raise UsageError(
+                f"--final-runs {n} can never pass the payload gate: even {n}/{n} runs give "
+                f"p = {theta:.3g}^{n} > {first:.3g} at θ = {theta:.3g}; use --final-runs {need} "
+                "or more (or leave it at its default)"
+            )
 
     @property
     def alpha(self) -> float:

@@ -61,7 +61,7 @@ def reduce(src: Path, out: Path, *failure: str) -> dict[str, Any]:
             "--baseline-runs",
             "3",
             "--final-runs",
-            "2",
+            "3",
             "-j",
             "2",
             "-q",

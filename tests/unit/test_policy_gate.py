@@ -183,3 +183,14 @@ def test_a_failed_gate_backtracks_instead_of_exporting_a_wrong_tree(tmp_path: Pa
     assert not validate_report(result.report).problems
     decisions = [e["decision"] for e in result.report["events"] if e["phase"] == "final"]
     assert decisions[:2] == ["failed", "inconsistency"] and decisions[-1] == "passed"
+
+
+def test_final_runs_the_gate_can_never_pass_are_bad_input() -> None:
+    from repomin.errors import UsageError
+
+    # 3/3 baseline at 95%: L = 0.05^(1/3) = 0.368, θ = 0.184; 0.184² = 0.034 > α_1 = 0.0304
+    with pytest.raises(UsageError, match=r"--final-runs 2 can never pass.*--final-runs 3 or more"):
+        SamplingConfig(baseline_runs=3, final_runs=2)
+    SamplingConfig(baseline_runs=3, final_runs=3)  # 0.184³ = 0.0062 can pass
+    SamplingConfig(baseline_runs=3, final_runs=2, mode=Sampling.FAST)  # not gated: its own claim
+    SamplingConfig(baseline_runs=3, final_runs=0)  # 0 turns the gate off explicitly
