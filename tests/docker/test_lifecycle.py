@@ -209,6 +209,10 @@ def test_reap_stale_removes_what_dead_sessions_left(client: Any) -> None:
     assert labelled(client, label) == []
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 CHILD = textwrap.dedent(
     """
     import atexit, sys, threading
@@ -238,6 +242,10 @@ def test_nothing_survives_a_killed_or_interrupted_client(client: Any, signum: in
         stdout=subprocess.PIPE,
         cwd=ROOT,
         text=True,
+        # An ignored SIGINT is inherited across exec, and Python then never raises
+        # KeyboardInterrupt: in a full parallel run the test worker's disposition leaked into
+        # the child (it hung 90 s after SIGINT). The child gets the default, as from a shell.
+        preexec_fn=_default_sigint,
     )
     try:
         assert child.stdout is not None
