@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from repomin.runners.base import Outcome, Runner, RunRequest
+from repomin.runners.base import Outcome, Runner, RunnerWrapper, RunRequest
 from repomin.tree import Tree
 
 if TYPE_CHECKING:
@@ -308,7 +308,7 @@ class LiveProgress(NullProgress):
         self._live.stop()
 
 
-class ObservedRunner:
+class ObservedRunner(RunnerWrapper):
     """A :class:`Runner` that reports every run to a :class:`Progress` (start and finish).
 
     Everything else (``backend``, ``describe``, ``close``, ``kill_all``, backend-specific
@@ -316,8 +316,7 @@ class ObservedRunner:
     """
 
     def __init__(self, runner: Runner, progress: Progress) -> None:
-        self.inner = runner
-        self.backend = runner.backend
+        super().__init__(runner)
         self._progress = progress
 
     def run(self, tree: Tree, request: RunRequest) -> Outcome:
@@ -326,18 +325,6 @@ class ObservedRunner:
             return self.inner.run(tree, request)
         finally:
             self._progress.sample_finished(request.sample_id)
-
-    def describe(self) -> dict[str, Any]:
-        return self.inner.describe()
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def kill_all(self) -> None:
-        self.inner.kill_all()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 def make_progress(*, quiet: bool, verbose: bool) -> Progress:

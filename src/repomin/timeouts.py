@@ -17,9 +17,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
 
-from repomin.runners.base import Outcome, Runner, RunRequest
+from repomin.runners.base import Outcome, Runner, RunnerWrapper, RunRequest
 from repomin.tree import Tree
 
 #: Candidate limit = max(FACTOR x slowest baseline run, FLOOR), at most --timeout.
@@ -35,12 +34,11 @@ def adaptive_limit(user_timeout: float, durations: Iterable[float]) -> float:
     return min(user_timeout, max(FACTOR * slowest, FLOOR))
 
 
-class AdaptiveTimeoutRunner:
+class AdaptiveTimeoutRunner(RunnerWrapper):
     """A :class:`Runner` that applies the adaptive candidate limit while armed."""
 
     def __init__(self, runner: Runner, user_timeout: float) -> None:
-        self.inner = runner
-        self.backend = runner.backend
+        super().__init__(runner)
         self.user_timeout = user_timeout
         self.limit: float | None = None  # None: not armed (every run at its own timeout)
         #: The limit the search used (kept after ``disarm`` for the report).
@@ -67,15 +65,3 @@ class AdaptiveTimeoutRunner:
         with self._lock:
             self.retries += 1
         return self.inner.run(tree, replace(request, sample_id=f"{request.sample_id}-retry"))
-
-    def describe(self) -> dict[str, Any]:
-        return self.inner.describe()
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def kill_all(self) -> None:
-        self.inner.kill_all()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)

@@ -78,6 +78,33 @@ class Runner(Protocol):
     def close(self) -> None: ...
 
 
+class RunnerWrapper:
+    """A :class:`Runner` around another that forwards everything it does not override
+    (``describe``, ``close``, ``kill_all``, backend-specific attributes), so a wrapper can stand
+    in for the runner it wraps anywhere. Subclasses override :meth:`run`."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.inner = runner
+        self.backend = runner.backend
+
+    def run(self, tree: Tree, request: RunRequest) -> Outcome:
+        return self.inner.run(tree, request)
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def kill_all(self) -> None:
+        self.inner.kill_all()
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # not set yet (during unpickling or a failed __init__)
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
 def truncate(data: bytes, limit: int = OUTPUT_LIMIT) -> bytes:
     """Keep the head and the tail of an oversized stream (tracebacks live at the end)."""
     if len(data) <= limit:
