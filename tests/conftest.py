@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -85,3 +86,21 @@ def flaky_gate(counter: Path, per_mille: int) -> str:
         f"n=$(flock {lock} sh -c 'n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); "
         f"echo $n > {counter}; echo $n'); [ $(( (n * 618) % 1000 )) -lt {per_mille} ] || exit 0;"
     )
+
+
+def reduce_argv(src: Path, out: Path, command: str, match: str, *extra: str) -> list[str]:
+    """``python -m repomin reduce SRC -o OUT --command COMMAND --match MATCH EXTRA…``."""
+    return [
+        sys.executable,
+        "-m",
+        "repomin",
+        "reduce",
+        str(src),
+        "-o",
+        str(out),
+        "--command",
+        command,
+        "--match",
+        match,
+        *extra,
+    ]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 import pytest
 
 from repomin.report.validate import validate_report
-from tests.conftest import make_repo
+from tests.conftest import make_repo, reduce_argv
 from tests.docker._support import BUSYBOX
 
 pytestmark = pytest.mark.docker
@@ -34,17 +33,10 @@ COMMAND = (
 
 
 def reduce_cmd(src: Path, out: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "repomin",
-        "reduce",
-        str(src),
-        "-o",
-        str(out),
-        "--command",
+    return reduce_argv(
+        src,
+        out,
         COMMAND,
-        "--match",
         "BUG",
         "--backend",
         "docker",
@@ -60,7 +52,7 @@ def reduce_cmd(src: Path, out: Path, *extra: str) -> list[str]:
         "trace,files",
         "-q",
         *extra,
-    ]
+    )
 
 
 def containers_of(client: Any, pid: int) -> list[str]:

@@ -16,6 +16,8 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from tests.conftest import reduce_argv
+
 ROOT = Path(__file__).resolve().parents[2]
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][0-9A-Za-z]")
 
@@ -67,23 +69,16 @@ def test_typo_in_match_is_shown_at_the_first_run(tmp_path: Path) -> None:
         '[ "$n" -ge 1 ] && sleep 2; sh main.sh'
     )
     with subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "repomin",
-            "reduce",
-            str(src),
-            "-o",
-            str(tmp_path / "out"),
-            "--command",
+        reduce_argv(
+            src,
+            tmp_path / "out",
             command,
-            "--match",
             "KeyErorr",
             "--baseline-runs",
             "5",
             "--jobs",
             "1",
-        ],
+        ),
         env=env(),
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
@@ -149,26 +144,21 @@ def test_live_display_moves_during_a_5s_run(tmp_path: Path) -> None:
     src = tmp_path / "src"
     src.mkdir()
     (src / "a.txt").write_text("a\n")
+    argv = reduce_argv(
+        src,
+        tmp_path / "out",
+        "sleep 5; echo BUG",
+        "BUG",
+        "--baseline-runs",
+        "1",
+        "--jobs",
+        "1",
+        "--no-trace",
+        "--no-session",
+    )
     child = pexpect.spawn(
-        sys.executable,
-        [
-            "-m",
-            "repomin",
-            "reduce",
-            str(src),
-            "-o",
-            str(tmp_path / "out"),
-            "--command",
-            "sleep 5; echo BUG",
-            "--match",
-            "BUG",
-            "--baseline-runs",
-            "1",
-            "--jobs",
-            "1",
-            "--no-trace",
-            "--no-session",
-        ],
+        argv[0],
+        argv[1:],
         env=env(),
         dimensions=(24, 200),
         encoding="utf-8",

@@ -13,7 +13,6 @@ import json
 import os
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from repomin.options import ReduceOptions
 from repomin.progress import NullProgress
 from repomin.runners.host import HostRunner
 from repomin.selection import SelectionOptions
+from tests.conftest import reduce_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,9 +43,7 @@ def flaky_tree(tmp_path: Path) -> tuple[Path, str]:
     for i in range(3):
         (src / f"filler{i}.txt").write_text(f"unrelated {i}\n" * 4)
     count = shlex.quote(str(tmp_path / "count"))
-    command = (
-        f"n=$(cat {count} 2>/dev/null || echo 0); echo $((n + 1)) > {count}; sh run.sh $n"
-    )
+    command = f"n=$(cat {count} 2>/dev/null || echo 0); echo $((n + 1)) > {count}; sh run.sh $n"
     return src, command
 
 
@@ -53,17 +51,10 @@ def reduce(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str
     src, command = flaky_tree(tmp_path)
     out = tmp_path / "out"
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "repomin",
-            "reduce",
-            str(src),
-            "-o",
-            str(out),
-            "--command",
+        reduce_argv(
+            src,
+            out,
             command,
-            "--match",
             "AssertionError: BUG",
             "--baseline-runs",
             "20",
@@ -76,7 +67,7 @@ def reduce(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str
             "--no-trace",
             "--no-session",
             *extra,
-        ],
+        ),
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
         capture_output=True,
         text=True,
@@ -96,8 +87,10 @@ def test_slippage_is_flagged_and_keep_rate_keeps_the_flaky_file(tmp_path: Path) 
     assert report["execution"]["baseline_passes"] == 10
     assert slip["direction"] == "higher" and slip["final"]["passes"] == 20
     assert slip["keep_rate"] is None and report["execution"]["keep_rate"] is False
-    assert "repomin: warning: slippage: the final runs reproduced 20/20 against the baseline's " \
+    assert (
+        "repomin: warning: slippage: the final runs reproduced 20/20 against the baseline's "
         "10/20" in done.stdout
+    )
     assert "--keep-rate" in done.stdout
     md = (tmp_path / "plain" / "out.repomin" / "REPOMIN.md").read_text()
     assert "## Slippage" in md and "significantly more often" in md

@@ -6,14 +6,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from repomin.session import SESSION_FORMAT
-from tests.conftest import make_repo
+from tests.conftest import make_repo, reduce_argv
 
 NEEDED = ["d2/f0.txt", "f1.txt"]
 COMMAND = (
@@ -23,17 +22,10 @@ COMMAND = (
 
 
 def _cmd(src: Path, out: Path, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "repomin",
-        "reduce",
-        str(src),
-        "-o",
-        str(out),
-        "--command",
+    return reduce_argv(
+        src,
+        out,
         COMMAND,
-        "--match",
         "BUG",
         "--jobs",
         "1",
@@ -43,7 +35,7 @@ def _cmd(src: Path, out: Path, *extra: str) -> list[str]:
         "3",
         "-q",
         *extra,
-    ]
+    )
 
 
 def _payload(out: Path) -> dict[str, bytes]:
@@ -105,9 +97,7 @@ def test_resume_refuses_a_different_configuration(tmp_path: Path) -> None:
     make_repo(src, 10, NEEDED, seed=2)
     session = tmp_path / "s"
     session.mkdir()
-    (session / "config.json").write_text(
-        json.dumps({"format": SESSION_FORMAT, "command": "other"})
-    )
+    (session / "config.json").write_text(json.dumps({"format": SESSION_FORMAT, "command": "other"}))
     res = subprocess.run(
         _cmd(src, tmp_path / "out", "--resume", "--session", str(session)),
         capture_output=True,

@@ -77,7 +77,7 @@ def _block_after(text: str, heading: str) -> str:
 
 def test_repomin_md_commands_run_from_the_stated_directory(tmp_path: Path) -> None:
     rep = copy.deepcopy(report())
-    rep["command"] = "cat input.txt; echo \"home=$HOME\" >&2; test ! -e ../input.txt"
+    rep["command"] = 'cat input.txt; echo "home=$HOME" >&2; test ! -e ../input.txt'
     rep["execution"]["environment_names"] = []
     parent = tmp_path / "work dir"
     payload = parent / "min out"
@@ -103,7 +103,7 @@ def test_repomin_md_commands_run_from_the_stated_directory(tmp_path: Path) -> No
 def test_repomin_md_names_env_values_to_fill_in() -> None:
     md = render_repomin_md(report(), "out", [KeptFile("run.sh", 28)])
     assert "(fill in the `--env` values)" in md
-    assert 'REPOMIN_FIXTURE_TOKEN="..." sh -c \'sh run.sh\'' in md
+    assert "REPOMIN_FIXTURE_TOKEN=\"...\" sh -c 'sh run.sh'" in md
 
 
 def test_terminal_summary_paths_absolute_and_consistent(tmp_path: Path, monkeypatch: Any) -> None:
