@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from repomin.runners.base import Outcome, Runner, RunnerWrapper, RunRequest
+from repomin.runners.base import TRACE_SAMPLE_ID, Outcome, Runner, RunnerWrapper, RunRequest
 from repomin.tree import Tree
 
 if TYPE_CHECKING:
@@ -168,7 +168,8 @@ class ProgressState:
             starts.pop(0)
             if not starts:
                 del self.running[sample_id]
-            self.runs += 1
+            if sample_id != TRACE_SAMPLE_ID:  # "runs" are oracle runs, as in the summary
+                self.runs += 1
             self.stage_done += 1
 
     def set_fields(self, fields: dict[str, Any]) -> None:

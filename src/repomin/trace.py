@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from repomin.runners.base import Outcome, Runner, RunRequest
+from repomin.runners.base import TRACE_SAMPLE_ID, Outcome, Runner, RunRequest
 from repomin.runners.sandbox import reap_stale
 from repomin.tree import Tree
 
@@ -164,7 +164,10 @@ def trace_opened_files(
         reap_stale(Path(tempfile.gettempdir()), "repomin-trace-")
     sink = None if band else tempfile.mkdtemp(prefix=f"repomin-trace-{os.getpid()}-")
     request = RunRequest(
-        wrapper_script(command, sink, token, methods), env, timeout * TIMEOUT_FACTOR, "trace"
+        wrapper_script(command, sink, token, methods),
+        env,
+        timeout * TIMEOUT_FACTOR,
+        TRACE_SAMPLE_ID,
     )
     started = time.monotonic()
     try:

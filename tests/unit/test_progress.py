@@ -15,7 +15,7 @@ from repomin.progress import (
     human_bytes,
     render_line,
 )
-from repomin.runners.base import Outcome, RunRequest
+from repomin.runners.base import TRACE_SAMPLE_ID, Outcome, RunRequest
 from repomin.tree import Tree
 
 
@@ -76,14 +76,25 @@ def test_stage_change_resets_count_and_pass_has_no_eta() -> None:
 
 def test_duplicate_sample_ids_are_counted_separately() -> None:
     state = ProgressState(clock=FakeClock())
-    state.started_sample("trace")
-    state.started_sample("trace")
+    state.started_sample("files-3")
+    state.started_sample("files-3")
     assert state.snapshot().inflight == 2
-    state.finished_sample("trace")
+    state.finished_sample("files-3")
     assert state.snapshot().inflight == 1
-    state.finished_sample("trace")
-    state.finished_sample("trace")  # unmatched finish: ignored
+    state.finished_sample("files-3")
+    state.finished_sample("files-3")  # unmatched finish: ignored
     assert (state.snapshot().inflight, state.snapshot().runs) == (0, 2)
+
+
+def test_the_traced_run_is_a_stage_not_an_oracle_run() -> None:
+    state = ProgressState(clock=FakeClock())
+    state.set_stage("traced run", 1)
+    state.started_sample(TRACE_SAMPLE_ID)
+    state.finished_sample(TRACE_SAMPLE_ID)
+    state.started_sample("files-1")
+    state.finished_sample("files-1")
+    snap = state.snapshot()
+    assert (snap.stage_done, snap.runs) == (2, 1)
 
 
 def test_legacy_phase_update_sets_stage_once() -> None:

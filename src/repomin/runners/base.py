@@ -18,6 +18,11 @@ from repomin.tree import Tree
 OUTPUT_LIMIT = 1 << 20
 
 
+#: The traced run's sample id: not an oracle sample (the live display shows it as its stage and
+#: leaves it out of "runs", as the summary does).
+TRACE_SAMPLE_ID = "trace"
+
+
 @dataclass(frozen=True, slots=True)
 class RunRequest:
     """What to run. ``env`` holds the explicit environment (names and values)."""
