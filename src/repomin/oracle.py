@@ -25,11 +25,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from repomin import stats
+from repomin import candidate, stats
 from repomin.accounting import Ledger
 from repomin.budget import Budget, Cancelled, Guard, StopSearch
 from repomin.errors import BaselineError, InfrastructureError
 from repomin.failure.contract import FailureContract
+from repomin.incumbent import MAX_PROBES
 from repomin.parallel import SampleStream, map_samples
 from repomin.policy import SAMPLING_MODES, Sampling, SamplingConfig, SamplingPolicy
 from repomin.runners.base import Outcome, Runner, RunRequest
@@ -277,49 +278,17 @@ class Oracle:
         policy = self.policy
         started = time.monotonic()
         with SampleStream(run_one, policy.sample_width(self._jobs)) as samples:
-            screened, screen = 0, False
-            while not screen and screened < policy.screen_limit:
-                screen = samples.next()
-                screened += 1
-            if not screen or policy.single:
-                design = "single-run" if policy.single else "screen"
-                verdict = Verdict(
-                    screen, int(screen), screened, policy.mode, policy.confidence, design
-                )
+            if policy.single:
+                ok = samples.next(1)
+                verdict = Verdict(ok, int(ok), 1, policy.mode, policy.confidence, "single-run")
+            elif policy.family_wise:
+                verdict = candidate.screened_test(samples, policy, self._spend_index)
             else:
-                verdict = self._sequential(samples, policy, screened, phase)
+                verdict = candidate.per_candidate_test(samples, policy)
+        if verdict.saved:
+            self._ledger.add_saved(phase, verdict.saved)
         verdict = replace(verdict, duration=time.monotonic() - started, retested=retest)
         return self._remember(tree, verdict)
-
-    def _sequential(
-        self, samples: SampleStream[bool], policy: SamplingPolicy, screened: int, phase: str
-    ) -> Verdict:
-        """The exact sequential test of a candidate whose screen passed."""
-        index, alpha, design = self._spend_index()
-        # Given the screen passed, the test continues from state (1 pass, 1 run); the screen's
-        # failed runs are outside the conditional test (exact given the screen).
-        passes, runs = 1, 1
-        decision = design.decide(passes, runs)
-        while decision is stats.Decision.CONTINUE:
-            passes += samples.next()
-            runs += 1
-            decision = design.decide(passes, runs)
-        accepted = decision is stats.Decision.ACCEPT
-        saved = max(0, design.max_runs() - runs)
-        if saved:
-            self._ledger.add_saved(phase, saved)
-        return Verdict(
-            accepted,
-            passes,
-            runs + screened - 1,
-            policy.mode,
-            policy.confidence,
-            design=design.identifier(),
-            family_index=index if policy.family_wise else None,
-            family_alpha=alpha if policy.family_wise else None,
-            early=accepted and runs < design.max_runs(),
-            saved=saved,
-        )
 
     def _spend_index(self) -> tuple[int, float, stats.SequentialDesign]:
         with self._lock:
@@ -344,12 +313,39 @@ class Oracle:
     def check_incumbent(self, tree: Tree, phase: str) -> bool:
         """Single-run mode's consistency check: the incumbent must still reproduce. At the first
         inconsistency the policy escalates to strict for the rest of the search."""
-        outcome = self.sample(tree, "incumbent", phase=phase)
-        self._ledger.add_incumbent_check()
-        ok = self._contract.reproduces(outcome)
+        ok = self._probe(tree, phase)
         if not ok:
             self.escalate()
         return ok
+
+    def _probe(self, tree: Tree, phase: str) -> bool:
+        """One fresh run of the incumbent; it joins the rate evidence (flaky policies)."""
+        outcome = self.sample(tree, "incumbent", phase=phase)
+        self._ledger.add_incumbent_check()
+        ok = self._contract.reproduces(outcome)
+        self._observe([ok])
+        return ok
+
+    def _observe(self, outcomes: list[bool]) -> None:
+        with self._lock:
+            policy = self.policy.observe(outcomes)
+            if policy != self._policy:
+                self._set_policy(policy)
+
+    def adopted(self, tree: Tree, verdict: Verdict | None, phase: str) -> None:
+        """``tree`` is the new incumbent (decided by ``verdict``; ``None``: restored by
+        backtracking). Its own runs join the rate evidence; then, while a streak of straight
+        passes could shorten the screen, it is re-checked (at most ``MAX_PROBES`` runs,
+        stopping at the first failure)."""
+        with self._lock:
+            policy = self.policy
+            if verdict is not None:
+                policy = policy.adopt(verdict.passes, verdict.runs)
+            if policy != self._policy:
+                self._set_policy(policy)
+        for _ in range(MAX_PROBES):
+            if not self.policy.probe_wanted() or not self._probe(tree, phase):
+                break
 
     def escalate(self) -> bool:
         """Leave single-run mode (the failure is flaky): the exact design from now on, same θ,

@@ -154,10 +154,11 @@ class SampleStream(Generic[T]):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def next(self) -> T:
+    def next(self, ahead: int | None = None) -> T:
+        """The next result; at most ``ahead`` (default ``width``) samples in flight for it."""
         if self._pool is None:
             return self._fn()
-        while len(self._pending) < self._width:
+        while len(self._pending) < min(self._width, max(1, ahead or self._width)):
             self._pending.append(self._pool.submit(self._fn))
         return self._pending.pop(0).result()
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from repomin import stats
 from repomin.errors import SessionError, UsageError
+from repomin.incumbent import RateEvidence, screen_for
 
 
 class Sampling(enum.StrEnum):
@@ -44,7 +45,7 @@ GATED_SEARCH_ALPHA = 0.3
 GATED_SCREEN_POWER = 0.7
 SCREEN_POWER = 0.9
 #: Version of :meth:`SamplingPolicy.to_json` records (sessions refuse other versions).
-POLICY_RECORD = 2
+POLICY_RECORD = 3
 #: Most payload gates (final validations) of one reduction; each failed gate backtracks.
 MAX_GATES = 6
 
@@ -119,6 +120,8 @@ class SamplingPolicy:
     switches: int = 0  # single -> fast/strict escalations
     gated: bool = False  # the exported payload must pass an exact test at a spent level
     gates: int = 0  # payload-gate indexes taken so far
+    rate: RateEvidence | None = None  # the incumbent's rate evidence (flaky baselines)
+    budget_configured: bool = False  # --failure-budget given: never re-sized
 
     # -- learning ----------------------------------------------------------------------------
 
@@ -143,34 +146,75 @@ class SamplingPolicy:
             candidate_runs=config.candidate_runs,
             holdout_p0=theta,
             gated=gated,
+            rate=None if deterministic else RateEvidence(passes / runs).add_counts(passes, runs),
+            budget_configured=config.failure_budget is not None,
         )
-        rate = passes / runs
-        budget = policy._failure_budget(config.failure_budget, rate)
-        policy = replace(policy, failure_budget=budget)
-        return replace(policy, screen_runs=policy._screen_runs(rate))
+        if deterministic:
+            return replace(policy, failure_budget=policy._failure_budget(config.failure_budget))
+        return policy._sized(config.failure_budget)
 
-    def _failure_budget(self, configured: int | None, rate: float) -> int | None:
+    def _sized(self, configured: int | None = None) -> SamplingPolicy:
+        """Screen and failure budget re-sized from the rate evidence (the configured F kept)."""
+        # sizing for rates at or below θ is pointless: such candidates are bad anyway
+        rate = max(self.rate.estimate(), self.theta) if self.rate is not None else 1.0
+        screen = self._screen_runs(rate)
+        sized = replace(self, screen_runs=screen)
+        if self.budget_configured:
+            budget = self.failure_budget if configured is None else configured
+        else:
+            budget = sized._failure_budget(None, rate)
+        return replace(sized, failure_budget=budget)
+
+    def observe(self, outcomes: list[bool]) -> SamplingPolicy:
+        """The policy after fresh samples of the incumbent (re-sized; unchanged without rate
+        evidence, i.e. for a deterministic baseline)."""
+        if self.rate is None or not outcomes:
+            return self
+        return replace(self, rate=self.rate.add(outcomes))._sized()
+
+    def adopt(self, passes: int, runs: int) -> SamplingPolicy:
+        """A new incumbent decided on ``passes``/``runs``: its own runs join the evidence."""
+        if self.rate is None or self.single:
+            return self
+        return replace(self, rate=self.rate.add_counts(passes, runs))._sized()
+
+    @property
+    def screen_power(self) -> float:
+        return GATED_SCREEN_POWER if self.gated else SCREEN_POWER
+
+    def probe_wanted(self) -> bool:
+        """Would re-checks of the incumbent be worth taking now (they could shorten the
+        screen)? Only for flaky, non-single policies."""
+        if self.rate is None or self.single:
+            return False
+        return self.rate.probes_worth_taking(self.screen_power, self.theta)
+
+    def _failure_budget(self, configured: int | None, rate: float = 1.0) -> int | None:
         """Zero for deterministic failures (or the configured F). For flaky ones the smallest F
-        whose conditional acceptance probability is >= POWER at family index POWER_INDEX for a
-        candidate slightly worse than the baseline (0.9 x its rate); ``None`` (curtailment only,
-        the most powerful design for the cap) when no budget reaches that power."""
+        whose acceptance probability for a candidate slightly worse than the estimate (0.9 x
+        its rate) is >= POWER (given its screen passes: at family index POWER_INDEX for the
+        screened family-wise test, times the screen's pass probability for the per-candidate
+        one); ``None`` (curtailment only, the most powerful design for the cap) when none."""
         if self.deterministic:
             return 0
         if configured is not None:
             return configured
+        worse = 0.9 * rate
+        target = POWER
+        if not self.family_wise:
+            target *= 1.0 - (1.0 - worse) ** self.screen_limit
         alpha = self.alpha_for(POWER_INDEX)
         for f in FAILURE_BUDGETS:
-            if self._design(alpha, f).acceptance_probability(0.9 * rate) >= POWER:
+            if self._design(alpha, f).acceptance_probability(worse) >= target:
                 return f
         return None
 
     def _screen_runs(self, rate: float) -> int:
-        """Runs of the screening super-run: enough that a candidate as good as the baseline
+        """Runs of the screening super-run: enough that a candidate as good as the estimate
         passes the screen with probability >= 0.9 (0.7 under the payload gate), <= 8."""
         if self.deterministic or self.mode is Sampling.SINGLE:
             return 1
-        power = GATED_SCREEN_POWER if self.gated else SCREEN_POWER
-        return max(1, min(8, math.ceil(math.log(1.0 - power) / math.log(1.0 - rate))))
+        return screen_for(rate, self.screen_power)
 
     # -- designs -----------------------------------------------------------------------------
 
@@ -219,11 +263,17 @@ class SamplingPolicy:
         return alpha, self._design(alpha, self.failure_budget)
 
     def _design(self, alpha: float, f: int | None) -> stats.SequentialDesign:
-        if f == 0:
+        """Family-wise: screened (conditional on a passing screen, so only candidates that
+        passed it spend an index). Per candidate: unscreened, with the screen as a futility
+        rule inside the design -- every run counts and the size is exact with the screen."""
+        screened = self.family_wise or self.single
+        if f == 0 and screened:
             return stats.zero_failure_design(self.theta, alpha, True)
         # The cap must leave room for an all-pass path to reach size <= alpha at deep indexes.
         cap = max(self.candidate_runs, stats.zero_failure_runs(self.theta, alpha) + 1 + (f or 0))
-        return stats.design(self.theta, alpha, cap, f, True)
+        if screened:
+            return stats.design(self.theta, alpha, cap, f, True)
+        return stats.design(self.theta, alpha, cap, f, False, self.screen_limit)
 
     def take_index(self) -> tuple[int, SamplingPolicy]:
         """The next family index and the policy that has spent it."""
@@ -301,6 +351,8 @@ class SamplingPolicy:
             "switches": self.switches,
             "gated": self.gated,
             "gates": self.gates,
+            "rate": None if self.rate is None else self.rate.to_json(),
+            "budget_configured": self.budget_configured,
         }
 
     @classmethod
@@ -325,4 +377,6 @@ class SamplingPolicy:
             switches=int(data["switches"]),
             gated=bool(data["gated"]),
             gates=int(data["gates"]),
+            rate=None if data["rate"] is None else RateEvidence.from_json(data["rate"]),
+            budget_configured=bool(data["budget_configured"]),
         )

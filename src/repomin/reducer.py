@@ -148,6 +148,7 @@ class Reduction:
         )
         if self.on_accept is not None:
             self.on_accept(Mutation(phase, description, tree, verdict))
+        self.oracle.adopted(tree, verdict, phase)  # rate evidence and re-checks (flaky)
         every = self.oracle.config.incumbent_check_every
         if self.oracle.policy.single and every and self.ledger.accepted % every == 0:
             self._check_incumbent(phase)

@@ -41,9 +41,11 @@ def test_gated_search_level_and_screen_are_cost_knobs_explicit_fast_keeps_alpha(
     gated, explicit = _learn(passes=12), _learn("fast", passes=12)
     assert gated.alpha_for(1) == gated.alpha_for(500) == 0.3
     assert explicit.alpha_for(500) == pytest.approx(0.05)
-    # R: a candidate at the baseline rate 0.6 passes the screen with prob >= 0.7 (gate), 0.9
-    assert (gated.screen_runs, explicit.screen_runs) == (2, 3)
-    assert 1 - 0.4**2 >= 0.7 > 1 - 0.4 and 1 - 0.4**3 >= 0.9 > 1 - 0.4**2
+    # R: a candidate at the baseline's conservative rate (the 80% lower bound of 12/20,
+    # 0.4809) passes the screen with prob >= 0.7 (gate), 0.9 (explicit)
+    q = 1 - stats.lower_bound(12, 20, 0.8)
+    assert (gated.screen_runs, explicit.screen_runs) == (2, 4)
+    assert 1 - q**2 >= 0.7 > 1 - q and 1 - q**4 >= 0.9 > 1 - q**3
 
 
 def test_gate_levels_are_spent_and_sum_to_alpha() -> None:

@@ -10,6 +10,7 @@ import itertools
 import logging
 import math
 from functools import cache
+from typing import Any
 
 import pytest
 from hypothesis import assume, given, settings
@@ -249,11 +250,16 @@ DESIGNS = [
     (0.7, 0.02, 40, 3, True),
     (0.5, spend_alpha(0.05, 4), 24, None, True),
     (0.2, 0.05, 15, 1, True),
+    # unscreened with the futility screen inside the design (fast, the gated search)
+    (0.2, 0.3, 60, 2, False, 2),
+    (0.3, 0.05, 30, 4, False, 3),
+    (0.19679, 0.3, 60, 8, False, 2),
+    (0.5, 0.05, 20, None, False, 4),
 ]
 
 
 @cache
-def _enumerate(args: tuple[float, float, int, int | None, bool], p: float) -> tuple[float, float]:
+def _enumerate(args: tuple[Any, ...], p: float) -> tuple[float, float]:
     """Acceptance probability and expected runs by recursion over ``decide`` alone."""
     d = design(*args)
 
@@ -277,7 +283,7 @@ def _enumerate(args: tuple[float, float, int, int | None, bool], p: float) -> tu
 
 @pytest.mark.parametrize("args", DESIGNS)
 def test_decide_is_consistent_with_the_dynamic_programme(
-    args: tuple[float, float, int, int | None, bool],
+    args: tuple[Any, ...],
 ) -> None:
     d = design(*args)
     for p in (0.0, 0.2, args[0], 0.75, 1.0):
@@ -290,7 +296,7 @@ def test_decide_is_consistent_with_the_dynamic_programme(
 
 @pytest.mark.parametrize("args", DESIGNS)
 def test_size_is_at_most_alpha_and_acceptance_is_monotone(
-    args: tuple[float, float, int, int | None, bool],
+    args: tuple[Any, ...],
 ) -> None:
     d = design(*args)
     assert 0.0 < d.size <= d.alpha
@@ -508,3 +514,45 @@ def test_suggest_holdout_runs_is_the_first_powerful_size(
 def test_suggest_holdout_runs_refuses_hopeless_rates() -> None:
     with pytest.raises(ValueError, match=str(MAX_SUGGESTED_HOLDOUT_RUNS)):
         suggest_holdout_runs(0.5, 0.5, 0.05)
+
+
+def test_futility_screen_of_one_run_has_size_theta_exactly() -> None:
+    """R = 1 rejects at the first failure; when one pass already gives p-value θ <= α' the
+    design accepts on it, so P(accept | θ) = θ exactly (a single run is a level-θ test)."""
+    for theta in (0.1, 0.19679, 0.25):
+        d = design(theta, 0.3, 60, 2, False, 1)
+        assert d.decide(1, 1) is Decision.ACCEPT and d.decide(0, 1) is Decision.REJECT
+        assert d.size == pytest.approx(theta, abs=1e-15) and d.max_runs() == 1
+        assert d.expected_runs(0.6) == 1.0
+
+
+def test_futility_screen_rejects_the_all_fail_path_and_keeps_the_rest() -> None:
+    plain, screened = design(0.3, 0.05, 30, 4, False), design(0.3, 0.05, 30, 4, False, 3)
+    assert screened.decide(0, 3) is Decision.REJECT and plain.decide(0, 3) is Decision.CONTINUE
+    assert screened.decide(1, 3) is Decision.CONTINUE
+    # the screen removes acceptance paths, so at the same α' the size can only fall
+    assert screened.identifier().endswith(":unscreened:screen=3")
+    assert plain.identifier().endswith(":unscreened")
+    assert screened.expected_runs(0.0) == 3.0 and plain.expected_runs(0.0) == 5.0
+    with pytest.raises(ValueError, match="futility screen"):
+        design(0.3, 0.05, 30, 4, True, 2)
+
+
+def test_surely_needed_is_the_fastest_path_to_a_decision() -> None:
+    d = design(0.5, 0.05, 30, 4, True)  # α' = 0.01544: the earliest acceptance is 7/7
+    assert d.decide(7, 7) is Decision.ACCEPT and d.decide(6, 6) is Decision.CONTINUE
+    assert d.surely_needed(1, 1) == 5  # five failures reject first (F = 4); 6 passes accept
+    z = zero_failure_design(0.5, 0.05, screened=False)
+    assert z.surely_needed(0, 0) == 1  # one failure rejects
+    s = design(0.19679, 0.3, 60, 8, False, 2)
+    assert s.surely_needed(0, 0) == 1  # a first pass accepts (p-value θ <= α')
+    for passes, runs in ((0, 1), (1, 2), (2, 4)):
+        fastest = s.surely_needed(passes, runs)
+        assert fastest >= 1
+        stops = [
+            step
+            for step in range(1, fastest + 1)
+            if s.decide(passes + step, runs + step) is not Decision.CONTINUE
+            or s.decide(passes, runs + step) is not Decision.CONTINUE
+        ]
+        assert stops == [fastest] or (not stops and runs + fastest == s.cap)

@@ -72,6 +72,11 @@ def _check_probability(p: float) -> None:
         raise ValueError(f"p must lie in [0, 1], got {p!r}")
 
 
+def _check_screen(screen: int, screened: bool) -> None:
+    if screen < 0 or (screen and screened):
+        raise ValueError(f"a futility screen needs an unscreened design, >= 0 runs: {screen}")
+
+
 def _check_shape(cap: int, failure_budget: int | None) -> None:
     if cap < 1:
         raise ValueError(f"cap must be at least 1 run, got {cap}")
@@ -127,11 +132,14 @@ class _Walk:
     expected_runs: float
 
 
-def _walk(table: _FloatTable, threshold: float, limit: int, screened: bool, p: float) -> _Walk:
+def _walk(
+    table: _FloatTable, threshold: float, limit: int, screened: bool, p: float, screen: int = 0
+) -> _Walk:
     """Exact acceptance probability and expected run count of the rule at pass probability p.
 
     ``mass[f]`` is the probability of standing undecided at ``(t, f)``. A path reaching
-    ``f = limit + 1`` is rejected on arrival (the run that got it there is counted).
+    ``f = limit + 1`` is rejected on arrival (the run that got it there is counted), and so
+    is the all-fail path at ``t = screen`` (the futility screen; 0 = none).
     """
     cap = table.shape[0] - 1
     start = 1 if screened else 0
@@ -148,6 +156,8 @@ def _walk(table: _FloatTable, threshold: float, limit: int, screened: bool, p: f
     for t in range(start, cap + 1):
         accepted += float(mass @ hits[t])
         mass *= keeps[t]
+        if 0 < screen == t and screen <= limit:
+            mass[screen] = 0.0
         if t == cap:
             break
         remaining = float(mass.sum())
@@ -160,7 +170,9 @@ def _walk(table: _FloatTable, threshold: float, limit: int, screened: bool, p: f
     return _Walk(accepted, runs)
 
 
-def _longest_walk(table: _FloatTable, threshold: float, limit: int, screened: bool) -> int:
+def _longest_walk(
+    table: _FloatTable, threshold: float, limit: int, screened: bool, screen: int = 0
+) -> int:
     """The most runs any path takes (reachability version of :func:`_walk`)."""
     cap = table.shape[0] - 1
     start = 1 if screened else 0
@@ -172,6 +184,8 @@ def _longest_walk(table: _FloatTable, threshold: float, limit: int, screened: bo
     longest = start
     for t in range(start, cap):
         alive &= ~accepting[t]
+        if 0 < screen == t and screen <= limit:
+            alive[screen] = False
         if not alive.any():
             break
         longest = t + 1
@@ -189,7 +203,9 @@ class SequentialDesign:
     level the rule compares against; ``size`` is the exact acceptance probability at ``p = θ``
     (given the screening pass when ``screened``) and never exceeds ``alpha``. A design with
     ``calibrated_alpha == 0.0`` and ``size == 0.0`` can accept nothing within its cap and
-    rejects at once.
+    rejects at once. ``screen`` (unscreened designs only; 0 = none) is a futility screen: the
+    all-fail path is rejected after ``screen`` runs; the design is calibrated, and its size
+    computed, with that rule in place.
     """
 
     theta: float
@@ -199,11 +215,13 @@ class SequentialDesign:
     screened: bool
     calibrated_alpha: float
     size: float
+    screen: int = 0
 
     def __post_init__(self) -> None:
         _check_open_unit("theta", self.theta)
         _check_open_unit("alpha", self.alpha)
         _check_shape(self.cap, self.failure_budget)
+        _check_screen(self.screen, self.screened)
 
     @property
     def start_runs(self) -> int:
@@ -227,7 +245,7 @@ class SequentialDesign:
                 f"(runs include the screen); got passes={passes}, runs={runs}"
             )
         failures = runs - passes
-        if failures > self.failure_limit:
+        if failures > self.failure_limit or (self.screen and not passes and runs >= self.screen):
             return Decision.REJECT
         table = _design_table(self)
         if runs >= 1 and table[runs, failures] <= self.calibrated_alpha:
@@ -251,13 +269,27 @@ class SequentialDesign:
         """The most runs any path can take (screening run included)."""
         return _design_longest(self)
 
+    def surely_needed(self, passes: int, runs: int) -> int:
+        """Fewest further runs any path from this state takes to a decision (that many can run
+        in parallel, none wasted): the all-pass or the all-fail path, by monotonicity."""
+        fastest = self.cap - runs
+        for step in range(1, fastest + 1):
+            if self.decide(passes + step, runs + step) is not Decision.CONTINUE:
+                fastest = step
+                break
+        for step in range(1, fastest):
+            if self.decide(passes, runs + step) is not Decision.CONTINUE:
+                return step
+        return max(1, fastest)
+
     def identifier(self) -> str:
         """Stable key for reports and the evidence ledger."""
         budget = "none" if self.failure_budget is None else str(self.failure_budget)
         mode = "screened" if self.screened else "unscreened"
+        screen = f":screen={self.screen}" if self.screen else ""
         return (
             f"{DESIGN_VERSION}:theta={self.theta!r}:alpha={self.alpha!r}:cap={self.cap}"
-            f":F={budget}:{mode}"
+            f":F={budget}:{mode}{screen}"
         )
 
 
@@ -272,12 +304,14 @@ def _design_failure_limit(d: SequentialDesign) -> int:
 
 @functools.lru_cache(maxsize=4096)
 def _design_walk(d: SequentialDesign, p: float) -> _Walk:
-    return _walk(_design_table(d), d.calibrated_alpha, d.failure_limit, d.screened, p)
+    return _walk(_design_table(d), d.calibrated_alpha, d.failure_limit, d.screened, p, d.screen)
 
 
 @functools.lru_cache(maxsize=1024)
 def _design_longest(d: SequentialDesign) -> int:
-    return _longest_walk(_design_table(d), d.calibrated_alpha, d.failure_limit, d.screened)
+    return _longest_walk(
+        _design_table(d), d.calibrated_alpha, d.failure_limit, d.screened, d.screen
+    )
 
 
 def threshold_acceptance_probability(
@@ -303,7 +337,12 @@ def threshold_acceptance_probability(
 
 @functools.lru_cache(maxsize=1024)
 def design(
-    theta: float, alpha: float, cap: int, failure_budget: int | None, screened: bool
+    theta: float,
+    alpha: float,
+    cap: int,
+    failure_budget: int | None,
+    screened: bool,
+    screen: int = 0,
 ) -> SequentialDesign:
     """Calibrate α' for the rule and return the design (cached: designs are immutable).
 
@@ -316,13 +355,14 @@ def design(
     _check_open_unit("theta", theta)
     _check_open_unit("alpha", alpha)
     _check_shape(cap, failure_budget)
+    _check_screen(screen, screened)
     screened = bool(screened)
     table = _pvalue_table(theta, cap, _width(cap, failure_budget))
     limit = table.shape[1] - 1
     candidates = np.unique(table[_reachable(cap, table.shape[1], screened)])
 
     def size_at(level: float) -> float:
-        return _walk(table, level, limit, screened, theta).acceptance
+        return _walk(table, level, limit, screened, theta, screen).acceptance
 
     low, high = 0, int(candidates.size)
     while low < high:
@@ -342,9 +382,11 @@ def design(
             " (screening run included)" if screened else "",
             needed,
         )
-        return SequentialDesign(theta, alpha, cap, failure_budget, screened, 0.0, 0.0)
+        return SequentialDesign(theta, alpha, cap, failure_budget, screened, 0.0, 0.0, screen)
     level = float(candidates[low - 1])
-    return SequentialDesign(theta, alpha, cap, failure_budget, screened, level, size_at(level))
+    return SequentialDesign(
+        theta, alpha, cap, failure_budget, screened, level, size_at(level), screen
+    )
 
 
 def zero_failure_design(theta: float, alpha: float, screened: bool) -> SequentialDesign:
