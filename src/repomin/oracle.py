@@ -7,7 +7,8 @@ current :class:`~repomin.policy.SamplingPolicy`:
 * ``strict``  -- screen-then-spend: a screening super-run; a failed screen rejects and spends
   nothing; a passing candidate takes the next family index ``j`` and continues with an exact
   sequential test whose size given the screen is at most ``alpha_j = spend(alpha, j)``.
-* ``fast``    -- the same test with a constant per-candidate ``alpha``.
+* ``fast``    -- one unscreened exact design at a constant level with the screen inside it;
+  screen and failure budget sized from the incumbent's rate evidence (:mod:`repomin.incumbent`).
 * ``single``  -- one run per candidate, ``P(accept | p) = p``: labelled as giving no
   per-candidate guarantee; the reducer re-checks the incumbent periodically and the policy
   escalates to ``strict`` at the first inconsistency.
