@@ -31,6 +31,7 @@ from repomin.options import ReduceOptions
 from repomin.oracle import Oracle, StopSearch
 from repomin.passes import REGISTRY, Pass
 from repomin.passes.hints import SearchHints, attach
+from repomin.passes.ordered import wrap_unsettled
 from repomin.passes.refs import RefsCut
 from repomin.passes.semantic import SemanticReduce
 from repomin.passes.trace import TraceCut
@@ -278,6 +279,7 @@ def _passes(
         context = failure_context(options.command, describe_spec(options.spec))
         instances["semantic"] = SemanticReduce(SemanticClient(options.semantic), context)
     attach(instances, hints)
+    wrap_unsettled(instances)
     return instances
 
 

@@ -74,6 +74,9 @@ class TraceResult:
     reproduced: bool | None = None
     #: The first path under a ``forbidden`` root the command reached (strace only).
     forbidden_access: str | None = None
+    #: The paths of ``opened`` in the order the run first named them (strace: log order, so
+    #: entry points come before what they load); empty when the method gives no order.
+    order: tuple[str, ...] = ()
 
     @property
     def usable(self) -> bool:
@@ -198,9 +201,11 @@ def trace_opened_files(
     reproduced = reproduces(clean) if reproduces is not None else None
     reached: str | None = None
 
-    def result(method: str, opened: frozenset[str] | None, reason: str) -> TraceResult:
+    def result(
+        method: str, opened: frozenset[str] | None, reason: str, order: Sequence[str] = ()
+    ) -> TraceResult:
         return TraceResult(
-            method, opened, reason, duration, outcome.exit_code, reproduced, reached
+            method, opened, reason, duration, outcome.exit_code, reproduced, reached, tuple(order)
         )
 
     if outcome.infrastructure_error is not None:
@@ -219,15 +224,17 @@ def trace_opened_files(
     if not roots:
         return result("unavailable", None, "the sample's working directory is unknown")
     body = files.get("log", b"")
+    order: list[str] = []
     if method == "strace":
-        opened = strace_paths(body.splitlines(), roots)
+        order = strace_order(body.splitlines(), roots)
+        opened = set(order)
         reached = first_access_under(body.splitlines(), forbidden) if forbidden else None
     else:
         opened = atime_paths(body.splitlines())
     reason = (
         f"{method}: the command touched {len(_in_tree(opened, tree))} of {tree.file_count} files"
     )
-    return result(method, frozenset(opened), reason)
+    return result(method, frozenset(opened), reason, order)
 
 
 def _read_sink(sink: Path) -> dict[str, bytes]:
@@ -277,7 +284,13 @@ def _unescape(text: bytes) -> bytes:
 
 
 def strace_paths(lines: Iterable[bytes], roots: Sequence[str]) -> set[str]:
-    """Tree-relative paths named in an ``strace -f -y`` log of ``%file`` calls.
+    """Tree-relative paths named in an ``strace -f -y`` log of ``%file`` calls (as a set)."""
+    return set(strace_order(lines, roots))
+
+
+def strace_order(lines: Iterable[bytes], roots: Sequence[str]) -> list[str]:
+    """Tree-relative paths named in an ``strace -f -y`` log of ``%file`` calls, each once, in
+    the order of the log line that first names it (the order the run first reached them).
 
     Every quoted string is taken as a path (argv strings included: a superset is harmless); a
     relative one resolves against its directory descriptor, else against *every* working
@@ -285,35 +298,38 @@ def strace_paths(lines: Iterable[bytes], roots: Sequence[str]) -> set[str]:
     never fewer). Descriptor annotations (``3</abs/file>``) count too: they show the real file
     behind a symlink.
     """
-    raw: list[tuple[bytes | None, bytes]] = []
-    absolute: set[bytes] = set()
+    raw: list[tuple[int, bytes | None, bytes]] = []
+    first: dict[bytes, int] = {}
     cwds: set[bytes] = {os.fsencode(r) for r in roots}
-    for line in lines:
+    for number, line in enumerate(lines):
         for m in _FD.finditer(line):
             path = _unescape(m.group(1))
-            absolute.add(path)
+            first.setdefault(path, number)
             if m.group(0).startswith(b"AT_FDCWD"):
                 cwds.add(path)
         for m in _ARG.finditer(line):
             base = _unescape(m.group(1)) if m.group(1) is not None else None
-            raw.append((base, _unescape(m.group(2))))
+            raw.append((number, base, _unescape(m.group(2))))
             if b"chdir(" in line[:40] and m.group(2) and base is None:
                 target = _unescape(m.group(2))
                 if target.startswith(b"/"):
                     cwds.add(target)
-    for base, path in raw:
+    for number, base, path in raw:
         if path.startswith(b"/"):
-            absolute.add(path)
+            found = [path]
         elif base is not None:
-            absolute.add(base + b"/" + path)
+            found = [base + b"/" + path]
         else:
-            absolute.update(cwd + b"/" + path for cwd in cwds)
-    out: set[str] = set()
-    for path in absolute:
+            found = [cwd + b"/" + path for cwd in sorted(cwds)]
+        for absolute in found:
+            if first.get(absolute, number + 1) > number:
+                first[absolute] = number
+    out: dict[str, int] = {}
+    for path, number in sorted(first.items(), key=lambda item: (item[1], item[0])):
         rel = _relative(os.fsdecode(path), roots)
-        if rel is not None:
-            out.add(rel)
-    return out
+        if rel is not None and rel not in out:
+            out[rel] = number
+    return list(out)
 
 
 _CALL = re.compile(

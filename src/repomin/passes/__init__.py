@@ -13,6 +13,7 @@ from repomin.passes.brackets import DeleteBrackets
 from repomin.passes.files import DeleteFiles
 from repomin.passes.lines import DeleteLines
 from repomin.passes.normalise import Normalise
+from repomin.passes.ordered import TraceOrder
 from repomin.passes.pairs import TwoPartEdits
 from repomin.passes.pyexpr import PythonExpressions
 from repomin.passes.python_ast import PythonReduce
@@ -24,6 +25,7 @@ from repomin.passes.trace import TraceCut
 REGISTRY: dict[str, type[Pass]] = {
     TraceCut.name: TraceCut,
     RefsCut.name: RefsCut,
+    TraceOrder.name: TraceOrder,
     DeleteFiles.name: DeleteFiles,
     Normalise.name: Normalise,
     PythonReduce.name: PythonReduce,
@@ -36,14 +38,19 @@ REGISTRY: dict[str, type[Pass]] = {
     SemanticReduce.name: SemanticReduce,
 }
 
-#: The default schedule: the one-shot trace cut, then cheap, high-yield passes first; structure
-#: before lines (a valid structural deletion replaces many line candidates). ``semantic`` is
-#: added after ``files`` only with ``--semantic-endpoint``. ``pairs`` is opt-in (``--passes``).
+#: The default schedule: the trace cut and the reference cut, comment stripping over every file
+#: at once, then ``ordered`` (the content passes file by file in the traced run's first-open
+#: order, each changed file followed by the cuts: entry points shrink first, so whole loaded
+#: subtrees fall out), then cheap, high-yield passes first; structure before lines (a valid
+#: structural deletion replaces many line candidates). The stand-alone content passes skip the
+#: files ``ordered`` finished in the same round. ``semantic`` is added after ``files`` only with
+#: ``--semantic-endpoint``. ``pairs`` is opt-in (``--passes``).
 DEFAULT_SCHEDULE: tuple[str, ...] = (
     "trace",
     "refs",
-    "files",
     "normalise",
+    "ordered",
+    "files",
     "python",
     "blocks",
     "brackets",

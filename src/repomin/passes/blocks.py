@@ -3,8 +3,9 @@
 A *block* is a non-blank line followed by every line indented deeper than it (blank lines
 inside or right after it included). Only blocks with a body are units here -- single lines are
 the ``lines`` pass's business. Per text file, largest first, the top-level blocks are reduced
-with ddmin, then the children of each surviving block, bottom-up (the block starting last is
-processed first, so edits never move a block still waiting in the queue). JSON candidates pass
+with the learning deletion search (``passes.learning``), then the children of each surviving
+block, bottom-up (the block starting last is processed first, so edits never move a block
+still waiting in the queue). JSON candidates pass
 the syntax guard first. Python files that compile are left to the ``python`` pass (which deletes
 the same blocks, validly); fits YAML, Makefiles, nested configs, outlines, other languages.
 """
@@ -16,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from repomin.passes.base import Problem, ddmin_delete
+from repomin.passes.base import Problem
+from repomin.passes.learning import learn_delete
 from repomin.passes.textedit import (
     Guard,
     compiles,
@@ -99,7 +101,7 @@ class DeleteBlocks:
                 continue
             units = [b for b in blocks_in(lines, *span) if b.has_body]
             if units:
-                self._ddmin(problem, path, entry.data, units, guard)
+                self._search(problem, path, entry.data, units, guard)
                 lines = problem.current[path].data.splitlines(keepends=True)
                 span = _container(lines, header)
                 if span is None:
@@ -108,7 +110,7 @@ class DeleteBlocks:
                 if child.has_body:
                     heapq.heappush(pending, (-child.first, child.first))
 
-    def _ddmin(
+    def _search(
         self, problem: Problem, path: str, data: bytes, units: list[Block], guard: Guard
     ) -> None:
         starts = line_starts(data)
@@ -121,7 +123,13 @@ class DeleteBlocks:
         def describe(chunk: Sequence[Block]) -> str:
             return describe_spans("delete blocks", path, [u.first + 1 for u in chunk])
 
-        ddmin_delete(problem, self.name, units, build, describe)
+        def sync(kept: Sequence[Block]) -> list[bool] | None:
+            entry = problem.current.entries.get(path)
+            if entry is None or entry.data != build(kept).entries.get(path, entry).data:
+                return None  # another candidate was folded into this file: start again
+            return [True] * len(kept)
+
+        learn_delete(problem, self.name, units, build, describe, sync=sync)
 
 
 def _not_compiling_python(path: str, data: bytes) -> bool:

@@ -1,0 +1,195 @@
+"""The ``ordered`` pass: content passes file by file, in the order the traced run opened them.
+
+A load chain shrinks from its entry point: once ``app.js`` has lost ``require('express')`` and
+the lines that use it, a re-traced run no longer opens any express file, and one candidate
+deletes them all; once the next file in the chain has lost the ``require`` calls it does not
+need, another re-traced cut follows, and so on. Polishing leaves first (the largest file first,
+as the content passes do on their own) spends runs on files a later cut deletes whole.
+
+So, per round, for each text file in first-open order of the latest usable trace (the files
+the trace never named follow, largest first):
+
+1. propose deleting the file (one candidate; with ``--jobs`` the content passes' candidates
+   follow in the next calls),
+2. else run the bound content passes (``python``, ``blocks``, ``brackets``, ``lines``, those
+   in the schedule) on that file alone: every other file is protected in the view they see,
+3. if the file changed, run the cuts (``trace``: a fresh traced run and its cut, which also
+   renews the order; ``refs``: the reference-graph cut),
+
+then take the next file not yet worked on this round in the (possibly renewed) order. Each
+file's cost is an event (oracle runs and bytes before/after). Files finished this round are
+*settled* at the entry they ended with: the stand-alone content passes of the same round
+(:class:`Unsettled`) skip them, so a file is not searched twice in one round; a file changed
+since (by another pass) is not settled. Without a usable trace with an order the pass does
+nothing and the stand-alone passes work as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Protocol
+
+from repomin.passes.base import Pass, Problem
+from repomin.passes.hints import SearchHints
+from repomin.tree import Entry, Tree
+
+#: The content passes the ordered pass runs per file, in this order (when scheduled).
+CONTENT: tuple[str, ...] = ("python", "blocks", "brackets", "lines")
+#: The cuts it runs after a file changed.
+CUTS: tuple[str, ...] = ("trace", "refs")
+
+
+class _Events(Protocol):
+    def event(self, phase: str, description: str, **fields: Any) -> dict[str, Any]: ...
+
+
+class _Samples(Protocol):
+    @property
+    def samples(self) -> int: ...
+
+
+class View:
+    """A :class:`Problem` seen through an extra protection rule (everything else delegated)."""
+
+    def __init__(self, problem: Problem, protect: Callable[[str], bool]) -> None:
+        self._problem = problem
+        self._protect = protect
+
+    @property
+    def current(self) -> Tree:
+        return self._problem.current
+
+    def protected(self, path: str) -> bool:
+        return self._protect(path) or self._problem.protected(path)
+
+    def try_first(self, phase: str, candidates: Iterable[tuple[Tree, str]]) -> int | None:
+        return self._problem.try_first(phase, candidates)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._problem, name)
+
+
+def focus(problem: Problem, path: str) -> View:
+    """``problem`` with every file but ``path`` protected (content passes edit ``path`` only)."""
+    return View(problem, lambda p: p != path)
+
+
+class TraceOrder:
+    """The ``ordered`` pass (see the module docstring)."""
+
+    name: ClassVar[str] = "ordered"
+
+    def __init__(self, hints: SearchHints | None = None) -> None:
+        self.hints = hints or SearchHints()
+        self.content: list[Pass] = []
+        self.cuts: list[Pass] = []
+        #: Files finished in the latest round, with the entry each ended with.
+        self.settled: dict[str, Entry] = {}
+        #: (path, oracle runs, bytes before, bytes after) per file worked on, in order.
+        self.log: list[tuple[str, int, int, int]] = []
+
+    def bind(self, instances: Mapping[str, Pass]) -> None:
+        """Take the scheduled content passes and cuts from the pass instances."""
+        self.content = [instances[n] for n in CONTENT if n in instances]
+        self.cuts = [instances[n] for n in CUTS if n in instances]
+
+    def is_settled(self, tree: Tree, path: str) -> bool:
+        entry = self.settled.get(path)
+        return entry is not None and tree.entries.get(path) is entry
+
+    def order(self, problem: Problem, done: set[str]) -> list[str]:
+        """Text files of the incumbent not yet worked on: first-open order, then the rest."""
+        tree = problem.current
+        trace = self.hints.trace
+        traced = list(trace.order) if trace is not None else []
+        rank = {p: i for i, p in enumerate(traced)}
+        files = [
+            p
+            for p, e in tree.entries.items()
+            if e.kind == "file" and e.text and e.data and p not in done
+            and not problem.protected(p)
+        ]
+        return sorted(files, key=lambda p: (rank.get(p, len(rank)), -tree.entries[p].size, p))
+
+    def run(self, problem: Problem) -> None:
+        self.settled = {}
+        trace = self.hints.trace
+        if trace is None or not trace.order or not self.content:
+            return
+        done: set[str] = set()
+        while True:
+            pending = self.order(problem, done)
+            if not pending:
+                return
+            path = pending[0]
+            done.add(path)
+            self._work(problem, path)
+
+    def _work(self, problem: Problem, path: str) -> None:
+        before = problem.current
+        entry = before.entries[path]
+        runs = _samples(problem)
+        if problem.try_first(self.name, [(before.without([path]), f"delete {path}")]) is None:
+            view = focus(problem, path)
+            for content in self.content:
+                if path not in problem.current:
+                    break
+                content.run(view)
+        after = problem.current.entries.get(path)
+        if after is not entry:
+            for cut in self.cuts:
+                cut.run(problem)
+        final = problem.current.entries.get(path)
+        if final is not None:
+            self.settled[path] = final
+        size = final.size if final is not None else 0
+        spent = _samples(problem) - runs
+        self.log.append((path, spent, entry.size, size))
+        _event(
+            problem,
+            self.name,
+            f"{path}: {spent} oracle runs, {entry.size} -> {size} B"
+            + ("" if final is not None else " (deleted)"),
+            path=path,
+            oracle_runs=spent,
+            bytes_before=entry.size,
+            bytes_after=size,
+        )
+
+
+class Unsettled:
+    """A stand-alone content pass that skips the files :class:`TraceOrder` settled this round."""
+
+    def __init__(self, inner: Pass, ordered: TraceOrder) -> None:
+        self.inner = inner
+        self.ordered = ordered
+        self.name = inner.name
+
+    def run(self, problem: Problem) -> None:
+        self.inner.run(View(problem, lambda p: self.ordered.is_settled(problem.current, p)))
+
+
+def wrap_unsettled(instances: dict[str, Pass]) -> None:
+    """Bind the ordered pass (when scheduled) and make the content passes skip what it settled."""
+    ordered = instances.get(TraceOrder.name)
+    if not isinstance(ordered, TraceOrder):
+        return
+    ordered.bind(instances)
+    for name in CONTENT:
+        if name in instances:
+            instances[name] = Unsettled(instances[name], ordered)  # type: ignore[assignment]
+
+
+def _samples(problem: Problem) -> int:
+    oracle: _Samples | None = getattr(problem, "oracle", None)
+    return oracle.samples if oracle is not None else 0
+
+
+def _event(problem: Problem, phase: str, description: str, **fields: Any) -> None:
+    ledger = getattr(problem, "ledger", None)
+    if ledger is not None and callable(getattr(ledger, "event", None)):
+        events: _Events = ledger
+        events.event(phase, description, decision="info", **fields)
+
+
+__all__: Sequence[str] = ("CONTENT", "TraceOrder", "Unsettled", "View", "focus", "wrap_unsettled")
