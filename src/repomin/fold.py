@@ -97,14 +97,8 @@ class TreeMerge:
 
     def tree(self, delta: Delta | None = None) -> Tree:
         """The incumbent with ``delta`` (default: the accumulated change) applied."""
-        entries = dict(self.base.entries)
-        for path, value in (self.delta if delta is None else delta).items():
-            if value is None:
-                entries.pop(path, None)
-            else:
-                entries[path] = value
-        # Derived from the incumbent, so digests reuse the records of unchanged entries.
-        return self.base._derive(dict(sorted(entries.items())))
+        # Derived from the incumbent: counts and digest change per changed path only.
+        return self.base.with_changes(self.delta if delta is None else delta)
 
 
 def merge_text(base: bytes, a: bytes, b: bytes) -> bytes | None:

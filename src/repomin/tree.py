@@ -7,6 +7,13 @@ the disk except in :func:`materialise`, which writes a fresh copy for one sample
 directories: two trees with the same digest behave the same for the oracle, which is what makes
 the content cache sound.
 
+The digest is additive (AdHash, Bellare and Micciancio 1997): every entry's record (path,
+kind, mode bits, content SHA-256) is expanded to 2,048 bits with SHAKE-256, the tree keeps the
+sum of its records' values modulo 2**2048, and the digest is the SHA-256 of that sum and the
+entry count. A tree derived with :meth:`Tree.without` or :meth:`Tree.replace` gets its sum by
+subtracting the removed records and adding the new ones, so its digest costs work per changed
+entry, not per entry (the derived mapping itself is still one C-level ``dict`` copy).
+
 Modification times (``Entry.mtime_ns``, read from SRC) are carried to every copy but are *not*
 part of the digest: every entry's time comes from SRC and an edit keeps it
 (:meth:`Entry.with_data`), so within one reduction a path always has the same time and the
@@ -20,7 +27,7 @@ import bisect
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -58,7 +65,40 @@ class Entry:
 
 def _entry_record(path: str, entry: Entry) -> bytes:
     digest = hashlib.sha256(entry.data).hexdigest()
-    return (json.dumps([path, entry.kind, entry.mode & 0o7777, digest]) + "\n").encode()
+    return record_of(path, entry.kind, entry.mode, digest)
+
+
+def record_of(path: str, kind: str, mode: int, content_sha256: str) -> bytes:
+    """One entry's digest record (also built from manifests, without the content)."""
+    return (json.dumps([path, kind, mode & 0o7777, content_sha256]) + "\n").encode()
+
+
+#: Bits of every record's value and of the modulus of the sum (AdHash).
+SUM_BITS = 2048
+_MASK = (1 << SUM_BITS) - 1
+
+
+def record_value(record: bytes) -> int:
+    """A record's AdHash value: SHAKE-256 of it, 2,048 bits."""
+    return int.from_bytes(hashlib.shake_256(record).digest(SUM_BITS // 8), "big")
+
+
+def digest_of_sum(total: int, count: int) -> str:
+    """The tree digest from the sum of its records' values and its entry count."""
+    h = hashlib.sha256(b"repomin-tree-v2\n")
+    h.update(b"%d\n" % count)
+    h.update((total & _MASK).to_bytes(SUM_BITS // 8, "big"))
+    return h.hexdigest()
+
+
+def digest_of_records(records: Iterable[bytes]) -> str:
+    """The digest of the tree with exactly these entry records (order does not matter)."""
+    total = 0
+    count = 0
+    for record in records:
+        total += record_value(record)
+        count += 1
+    return digest_of_sum(total, count)
 
 
 @dataclass(frozen=True)
@@ -66,9 +106,9 @@ class Tree:
     """An immutable mapping ``path -> Entry``. Construct with :meth:`of`."""
 
     entries: Mapping[str, Entry]
-    #: path -> (entry, digest record), shared by every tree derived from one another; a record
+    #: path -> (entry, record value), shared by every tree derived from one another; a value
     #: is reused only for the identical entry object, so deriving a candidate copies nothing.
-    _records: dict[str, tuple[Entry, bytes]] = field(
+    _records: dict[str, tuple[Entry, int]] = field(
         default_factory=dict, repr=False, compare=False
     )
 
@@ -88,7 +128,7 @@ class Tree:
     def __getitem__(self, path: str) -> Entry:
         return self.entries[path]
 
-    @property
+    @cached_property
     def file_count(self) -> int:
         """Files and symlinks (what the report calls ``files``); empty dirs are not counted."""
         return sum(1 for e in self.entries.values() if e.kind != "dir")
@@ -97,27 +137,42 @@ class Tree:
     def byte_count(self) -> int:
         return sum(e.size for e in self.entries.values())
 
-    def _record(self, path: str) -> bytes:
-        entry = self.entries[path]
+    def _value(self, path: str, entry: Entry | None = None) -> int:
+        """The record value of ``path`` (of ``entry`` when given: a candidate's new content,
+        not stored, so the shared cache keeps the incumbent's value for the next candidate)."""
+        mine = self.entries[path] if entry is None else entry
         cached = self._records.get(path)
-        if cached is not None and cached[0] is entry:
+        if cached is not None and cached[0] is mine:
             return cached[1]
-        rec = _entry_record(path, entry)
-        self._records[path] = (entry, rec)
-        return rec
+        value = record_value(_entry_record(path, mine))
+        if entry is None:
+            self._records[path] = (mine, value)
+        return value
+
+    @cached_property
+    def _sum(self) -> int:
+        return sum(self._value(p) for p in self.entries) & _MASK
 
     @cached_property
     def digest(self) -> str:
         """SHA-256 over every entry's path, kind, mode, and content (the cache key)."""
-        h = hashlib.sha256(b"repomin-tree-v1\n")
-        for path in self.entries:
-            h.update(self._record(path))
-        return h.hexdigest()
+        return digest_of_sum(self._sum, len(self.entries))
 
-    def _derive(self, entries: dict[str, Entry], byte_count: int | None = None) -> Tree:
+    def _derive(
+        self,
+        entries: dict[str, Entry],
+        byte_count: int,
+        file_count: int | None,
+        delta: Callable[[], int],
+    ) -> Tree:
+        """A tree derived from this one; its counts and (when this tree's sum is known) its
+        digest sum are set incrementally: ``delta()`` is the change of the sum."""
         child = Tree(entries, self._records)
-        if byte_count is not None:  # known incrementally: no pass over the entries
-            child.__dict__["byte_count"] = byte_count
+        child.__dict__["byte_count"] = byte_count
+        if file_count is not None:
+            child.__dict__["file_count"] = file_count
+        if "_sum" in self.__dict__:
+            child.__dict__["_sum"] = (self._sum + delta()) & _MASK
         return child
 
     def without(self, paths: Iterable[str]) -> Tree:
@@ -133,15 +188,54 @@ class Tree:
                 gone.update(self.under(path))
         kept = dict(self.entries)
         removed = 0
+        files = self.__dict__.get("file_count")
         for path in gone:
-            removed += kept.pop(path).size
-        return self._derive(kept, self.byte_count - removed)
+            entry = kept.pop(path)
+            removed += entry.size
+            if files is not None and entry.kind != "dir":
+                files -= 1
+        return self._derive(
+            kept, self.byte_count - removed, files, lambda: -sum(self._value(p) for p in gone)
+        )
 
     def replace(self, path: str, data: bytes) -> Tree:
         entries = dict(self.entries)
         old = entries[path]
-        entries[path] = old.with_data(data)
-        return self._derive(entries, self.byte_count - old.size + entries[path].size)
+        new = entries[path] = old.with_data(data)
+        return self._derive(
+            entries,
+            self.byte_count - old.size + new.size,
+            self.__dict__.get("file_count"),
+            lambda: self._value(path, new) - self._value(path),
+        )
+
+    def with_changes(self, changes: Mapping[str, Entry | None]) -> Tree:
+        """This tree with each path of ``changes`` set to its entry, or removed (None); counts
+        and digest updated per changed path (a new path re-sorts the mapping)."""
+        entries = dict(self.entries)
+        old: dict[str, Entry] = {}
+        new: dict[str, Entry] = {}
+        for path, value in changes.items():
+            prior = entries.pop(path, None) if value is None else entries.get(path)
+            if prior is not None:
+                old[path] = prior
+            if value is not None:
+                entries[path] = new[path] = value
+        if any(path not in self.entries for path in new):
+            entries = dict(sorted(entries.items()))
+        files = self.__dict__.get("file_count")
+        if files is not None:
+            files += sum(e.kind != "dir" for e in new.values())
+            files -= sum(e.kind != "dir" for e in old.values())
+        size = self.byte_count + sum(e.size for e in new.values())
+        size -= sum(e.size for e in old.values())
+        return self._derive(
+            entries,
+            size,
+            files,
+            lambda: sum(self._value(p, e) for p, e in new.items())
+            - sum(self._value(p) for p in old),
+        )
 
     def directories(self) -> set[str]:
         """Every directory that has at least one entry below it (not counting the root)."""

@@ -13,13 +13,12 @@ about. Everything here is pure (no Dask, no disk).
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from repomin.tree import Entry, EntryKind, Tree
+from repomin.tree import Entry, EntryKind, Tree, digest_of_records, record_of
 
 #: path -> (kind, mode, mtime_ns, ref): ref is the content digest (file), the target (symlink)
 #: or empty (directory).
@@ -101,13 +100,15 @@ def _looks_text(data: bytes) -> bool:
 
 def manifest_digest(manifest: Mapping[str, Record]) -> str:
     """``Tree.digest`` of the tree a manifest describes, computed without the file contents."""
-    h = hashlib.sha256(b"repomin-tree-v1\n")
-    for path in sorted(manifest):
-        kind, mode, _mtime, ref = manifest[path]
-        content = str(ref) if kind == "file" else blob_digest(_as_bytes(ref))
-        # The record of ``repomin.tree`` (kept equal by a test), from the digest, not the bytes.
-        h.update((json.dumps([path, kind, mode & 0o7777, content]) + "\n").encode())
-    return h.hexdigest()
+
+    def records() -> Iterator[bytes]:
+        for path in sorted(manifest):
+            kind, mode, _mtime, ref = manifest[path]
+            content = str(ref) if kind == "file" else blob_digest(_as_bytes(ref))
+            # The record of ``repomin.tree`` (kept equal by a test), from the content digest.
+            yield record_of(path, kind, mode, content)
+
+    return digest_of_records(records())
 
 
 def missing(manifest: Mapping[str, Record], have: Iterable[str]) -> list[str]:

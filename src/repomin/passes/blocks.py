@@ -33,6 +33,9 @@ from repomin.passes.textedit import (
 )
 from repomin.tree import Tree
 
+#: A search cut short by a folded edit it cannot map starts again at most this often per file.
+RESTARTS = 3
+
 
 @dataclass(frozen=True, slots=True)
 class Block:
@@ -90,6 +93,7 @@ class DeleteBlocks:
         guard = syntax_guard(path, problem.current[path].data)
         # Containers by header line (-1: the whole file), visited bottom-up from a max-heap.
         pending: list[tuple[int, int]] = [(1, -1)]
+        restarts = 0
         while pending:
             _, header = heapq.heappop(pending)
             entry = problem.current.entries.get(path)
@@ -101,7 +105,13 @@ class DeleteBlocks:
                 continue
             units = [b for b in blocks_in(lines, *span) if b.has_body]
             if units:
-                self._search(problem, path, entry.data, units, guard)
+                cut_short = self._search(problem, path, entry.data, units, guard)
+                if path not in problem.current:
+                    return
+                if cut_short and restarts < RESTARTS:
+                    restarts += 1  # the container again, on the new content
+                    heapq.heappush(pending, (1, -1) if header < 0 else (-header, header))
+                    continue
                 lines = problem.current[path].data.splitlines(keepends=True)
                 span = _container(lines, header)
                 if span is None:
@@ -112,7 +122,9 @@ class DeleteBlocks:
 
     def _search(
         self, problem: Problem, path: str, data: bytes, units: list[Block], guard: Guard
-    ) -> None:
+    ) -> bool:
+        """One learning search over ``units``; True when it was cut short because an edit it
+        cannot map onto its units was folded into the file (``--jobs``)."""
         starts = line_starts(data)
 
         def build(remaining: Sequence[Block]) -> Tree:
@@ -123,13 +135,43 @@ class DeleteBlocks:
         def describe(chunk: Sequence[Block]) -> str:
             return describe_spans("delete blocks", path, [u.first + 1 for u in chunk])
 
+        cut_short = False
+
         def sync(kept: Sequence[Block]) -> list[bool] | None:
+            nonlocal cut_short
             entry = problem.current.entries.get(path)
-            if entry is None or entry.data != build(kept).entries.get(path, entry).data:
-                return None  # another candidate was folded into this file: start again
-            return [True] * len(kept)
+            mask = None if entry is None else _still_there(data, starts, units, kept, entry.data)
+            cut_short = entry is not None and mask is None
+            return mask
 
         learn_delete(problem, self.name, units, build, describe, sync=sync)
+        return cut_short
+
+
+def _still_there(
+    data: bytes, starts: Sequence[int], units: Sequence[Block], kept: Sequence[Block], now: bytes
+) -> list[bool] | None:
+    """Which ``kept`` blocks ``now`` still has, when ``now`` is ``data`` without the other units
+    and some kept ones (candidates of the same search folded in); None when it is not."""
+    keep = set(kept)
+    present: dict[Block, bool] = {}
+    out: list[bytes] = []
+    pos = at = 0
+    for unit in units:
+        a, b = starts[unit.first], starts[unit.end]
+        gap = data[at:a]
+        out.append(gap)
+        pos += len(gap)
+        at = b
+        if unit in keep:
+            present[unit] = now.startswith(data[a:b], pos)
+            if present[unit]:
+                out.append(data[a:b])
+                pos += b - a
+    out.append(data[at:])
+    if b"".join(out) != now:
+        return None
+    return [present[u] for u in kept]
 
 
 def _not_compiling_python(path: str, data: bytes) -> bool:

@@ -1,0 +1,159 @@
+"""The ``ordered`` pass: first-open order from the trace, content passes file by file with a
+re-traced cut after every changed file, settled files skipped by the stand-alone passes."""
+
+from __future__ import annotations
+
+from repomin.passes.hints import SearchHints
+from repomin.passes.lines import DeleteLines
+from repomin.passes.ordered import TraceOrder, Unsettled, focus, wrap_unsettled
+from repomin.passes.trace import TraceCut
+from repomin.trace import TraceResult, strace_order
+from repomin.tree import Tree
+from tests.unit._pass_harness import PredicateProblem, text_tree
+
+ROOT = "/dev/shm/s/tree"
+
+
+def test_strace_order_is_the_order_of_first_mention() -> None:
+    log = [
+        b'1 execve("/bin/sh", ["/bin/sh", "-c", "node app.js"], 0x7ffd /* 3 vars */) = 0',
+        b'1 openat(AT_FDCWD</dev/shm/s/tree>, "app.js", O_RDONLY) = 3</dev/shm/s/tree/app.js>',
+        b'1 statx(AT_FDCWD</dev/shm/s/tree>, "m/z/index.js", 0) = 0',
+        b'2 openat(AT_FDCWD</dev/shm/s/tree>, "m/a/package.json", O_RDONLY) = 3',
+        b'1 openat(AT_FDCWD</dev/shm/s/tree>, "app.js", O_RDONLY) = 3</dev/shm/s/tree/app.js>',
+        b'1 openat(AT_FDCWD</dev/shm/s/tree>, "m/a/index.js", O_RDONLY) = 4',
+    ]
+    order = strace_order(log, [ROOT])
+    assert [p for p in order if p.startswith(("app", "m/"))] == [
+        "app.js",
+        "m/z/index.js",
+        "m/a/package.json",
+        "m/a/index.js",
+    ]
+    assert len(order) == len(set(order))
+
+
+# A tiny interpreter: a file's lines are ``load NAME`` (run NAME, which must exist), ``BUG``
+# (the failure) or filler. The run starts at main.txt; the trace is every file it loaded, in
+# the order it loaded them (depth first), like strace's log of a ``require`` chain.
+
+
+def _run(tree: Tree) -> tuple[list[str], bool]:
+    order: list[str] = []
+    bug = False
+
+    def visit(name: str) -> bool:
+        nonlocal bug
+        if name in order:
+            return True
+        if name not in tree.entries:
+            return False
+        order.append(name)
+        for line in tree.entries[name].data.decode().splitlines():
+            if line.startswith("load ") and not visit(line.split()[1]):
+                return False
+            if line == "BUG":
+                bug = True
+        return True
+
+    ok = visit("main.txt")
+    return order, ok and bug
+
+
+def _fails(tree: Tree) -> bool:
+    return _run(tree)[1]
+
+
+def _trace(tree: Tree) -> TraceResult:
+    order, failed = _run(tree)
+    return TraceResult("strace", frozenset(order), "ok", reproduced=failed, order=tuple(order))
+
+
+def _chain_tree() -> Tree:
+    """main loads lib (needed: it loads deep, which has the BUG) and ten heavy modules it does
+    not need; each heavy module loads its own helpers."""
+    files: dict[str, str] = {
+        "main.txt": "".join(f"load heavy{i}.txt\n" for i in range(10)) + "load lib.txt\n",
+        "lib.txt": "filler\nload deep.txt\nfiller\n",
+        "deep.txt": "filler\nBUG\nfiller\n",
+    }
+    for i in range(10):
+        files[f"heavy{i}.txt"] = f"load help{i}.txt\n" + "heavy filler line\n" * 40
+        files[f"help{i}.txt"] = "helper filler line\n" * 60
+    return text_tree(files)
+
+
+def _ordered(tree: Tree) -> tuple[TraceOrder, dict[str, object], PredicateProblem]:
+    hints = SearchHints(retrace=_trace)
+    instances: dict[str, object] = {
+        "trace": TraceCut(_trace(tree)),
+        "ordered": TraceOrder(),
+        "lines": DeleteLines(),
+    }
+    for instance in instances.values():
+        instance.hints = hints  # type: ignore[attr-defined]
+    hints.update_trace(_trace(tree))
+    wrap_unsettled(instances)  # type: ignore[arg-type]
+    problem = PredicateProblem(tree, _fails)
+    return instances["ordered"], instances, problem  # type: ignore[return-value]
+
+
+def test_ordered_pass_shrinks_the_entry_point_first_and_cuts_what_it_no_longer_loads() -> None:
+    tree = _chain_tree()
+    ordered, instances, problem = _ordered(tree)
+    instances["trace"].run(problem)  # type: ignore[attr-defined]
+    ordered.run(problem)
+    assert set(problem.current.entries) == {"main.txt", "lib.txt", "deep.txt"}
+    assert _fails(problem.current)
+    worked = [path for path, *_ in ordered.log]
+    assert worked[0] == "main.txt"
+    # no heavy module or helper was ever searched: the re-traced cut after main.txt took them
+    assert not any(p.startswith(("heavy", "help")) for p in worked)
+    assert problem.current["main.txt"].data == b"load lib.txt\n"
+    assert problem.current["deep.txt"].data == b"BUG\n"
+
+    # the same lines pass over all files, largest first, then the trace cut: many more runs
+    plain = PredicateProblem(tree, _fails)
+    cut = TraceCut(_trace(tree))
+    cut.hints = SearchHints(retrace=_trace)
+    cut.run(plain)
+    DeleteLines().run(plain)
+    cut.run(plain)
+    assert set(plain.current.entries) == set(problem.current.entries)
+    assert problem.calls * 2 < plain.calls, (problem.calls, plain.calls)
+
+
+def test_settled_files_are_skipped_by_the_stand_alone_content_pass() -> None:
+    tree = _chain_tree()
+    ordered, instances, problem = _ordered(tree)
+    instances["trace"].run(problem)  # type: ignore[attr-defined]
+    ordered.run(problem)
+    lines = instances["lines"]
+    assert isinstance(lines, Unsettled)
+    before = problem.proposed
+    lines.run(problem)
+    assert problem.proposed == before  # every file was settled this round
+    # a file changed since (by another pass) is not settled any more
+    problem._current = problem.current.replace("lib.txt", b"filler\nload deep.txt\n")
+    assert not ordered.is_settled(problem.current, "lib.txt")
+    lines.run(problem)
+    assert problem.current["lib.txt"].data == b"load deep.txt\n"
+
+
+def test_without_an_ordered_trace_the_pass_does_nothing() -> None:
+    tree = _chain_tree()
+    ordered = TraceOrder()
+    ordered.bind({"lines": DeleteLines()})
+    ordered.hints = SearchHints(trace=TraceResult("atime", frozenset(tree.entries), "ok"))
+    problem = PredicateProblem(tree, _fails)
+    ordered.run(problem)
+    assert problem.proposed == 0 and not ordered.settled
+
+
+def test_focus_protects_every_other_file() -> None:
+    tree = text_tree({"a": "1\n", "b": "2\n"})
+    problem = PredicateProblem(tree, lambda t: True, protected=lambda p: p == "a")
+    view = focus(problem, "b")
+    assert view.protected("a") and not view.protected("b")
+    assert focus(problem, "a").protected("a")  # the problem's own rule still holds
+    assert view.current is problem.current
