@@ -151,7 +151,7 @@ class TraceOrder:
             f"{path}: {spent} oracle runs, {entry.size} -> {size} B"
             + ("" if final is not None else " (deleted)"),
             path=path,
-            oracle_runs=spent,
+            runs_on_file=spent,
             bytes_before=entry.size,
             bytes_after=size,
         )
