@@ -20,11 +20,11 @@ from __future__ import annotations
 import contextlib
 import difflib
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, cast
 
 from repomin.oracle import Cancelled, StopSearch, Verdict
-from repomin.parallel import fold_accepted
+from repomin.parallel import evaluate_all, fold_accepted
 from repomin.tree import Entry, Tree
 
 if TYPE_CHECKING:
@@ -220,3 +220,89 @@ def fold_round(
         description = f"fold of {len(kept)} candidates: {names}{more}"
     reduction.adopt(phase, description, adopted, verdict)
     return kept[0][1][0]
+
+
+def fold_batch(
+    reduction: Reduction,
+    phase: str,
+    candidates: Sequence[tuple[Tree, str]],
+    evaluate: Callable[[Item, threading.Event], Verdict | None],
+    ahead: Callable[[Tree, Sequence[bool | None]], list[Tree]] | None = None,
+) -> list[bool | None]:
+    """Decide a batch of candidates that can succeed together, all against the incumbent, and
+    fold every accepted one into one new incumbent.
+
+    Every candidate is evaluated (``--jobs`` in flight, none cancelled by another's verdict).
+    The accepted ones are merged in proposal order (:class:`TreeMerge`; a conflicting one is
+    left out); a merge of several is adopted only after one more run of the merged tree
+    accepts it (a cache hit when that tree was decided before), otherwise only the first
+    accepted candidate is adopted. ``ahead(merged, outcomes)`` gives the trees the caller will
+    propose next if the merge is adopted: they run speculatively in the check's round (their
+    verdicts wait in the cache; samples of the phase, not attempts). Returns per candidate
+    True (in the new incumbent), False (rejected, or a no-op) or None (accepted but not
+    adopted, or not decided).
+    """
+    incumbent = reduction.current
+    ledger = reduction.ledger
+    items: list[Item] = []
+    outcomes: list[bool | None] = [False] * len(candidates)
+    for pos, (tree, description) in enumerate(candidates):
+        if tree.digest == incumbent.digest or (
+            tree.byte_count >= incumbent.byte_count and len(tree) >= len(incumbent)
+        ):
+            ledger.attempt(phase, "no_op")
+        else:
+            items.append((pos, tree, description))
+    verdicts = evaluate_all(items, evaluate, reduction.jobs)
+    merge = TreeMerge(incumbent)
+    kept: list[tuple[Item, Verdict]] = []
+    for item, verdict in zip(items, verdicts, strict=True):
+        if verdict is None:
+            outcomes[item[0]] = None
+        elif verdict.accepted and merge.add(tree_delta(incumbent, item[1])):
+            kept.append((item, verdict))
+        elif verdict.accepted:
+            outcomes[item[0]] = None
+    if len(kept) > 1:
+        merged = merge.tree()
+        provisional = list(outcomes)
+        for item, _ in kept:
+            provisional[item[0]] = True
+        check = _check(reduction, phase, merged, ahead(merged, provisional) if ahead else [])
+        if not check.accepted:
+            for item, _ in kept[1:]:
+                outcomes[item[0]] = None
+            kept = kept[:1]
+    for item, verdict in zip(items, verdicts, strict=True):
+        if verdict is not None and not verdict.accepted:
+            ledger.attempt(phase, "rejected")
+        elif outcomes[item[0]] is None:
+            ledger.attempt(phase, "superseded")
+    for item, _ in kept:
+        outcomes[item[0]] = True
+        ledger.attempt(phase, "accepted")
+    if len(kept) == 1:
+        (_, tree, description), verdict = kept[0]
+        reduction.adopt(phase, description, tree, verdict)
+    elif kept:
+        names = "; ".join(item[2] for item, _ in kept[:3])
+        more = f"; and {len(kept) - 3} more" if len(kept) > 3 else ""
+        reduction.adopt(phase, f"fold of {len(kept)} candidates: {names}{more}", merged, check)
+    return outcomes
+
+
+def _check(reduction: Reduction, phase: str, merged: Tree, ahead: list[Tree]) -> Verdict:
+    """The verdict of a merged tree, with the caller's next candidates run alongside."""
+    oracle = reduction.oracle
+    fresh = [t for t in ahead if oracle.cached(t) is None][: max(0, reduction.jobs - 1)]
+    if oracle.cached(merged) is not None or not fresh:
+        return oracle.evaluate(merged, phase, reduction.next_label(phase))
+
+    def run(tree: Tree, cancel: threading.Event) -> Verdict | None:
+        try:
+            return oracle.evaluate(tree, phase, reduction.next_label(phase), cancel)
+        except Cancelled:
+            return None
+
+    verdicts = evaluate_all([merged, *fresh], run, reduction.jobs)
+    return cast(Verdict, verdicts[0])

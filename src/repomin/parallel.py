@@ -10,7 +10,7 @@ far stays counted (``superseded``), and completed verdicts stay in the cache.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Generic, TypeVar, cast
@@ -32,6 +32,29 @@ def map_samples(fn: Callable[[int], T], n: int, jobs: int) -> list[T]:
                 f.cancel()
             raise
 
+
+
+def evaluate_all(
+    candidates: Sequence[C], evaluate: Callable[[C, threading.Event], T], jobs: int
+) -> list[T]:
+    """``[evaluate(c) for c in candidates]`` with up to ``jobs`` in flight (order preserved):
+    a batch whose candidates are all useful, so none is cancelled by another's verdict.
+    An exception (budget, interrupt) cancels the rest and propagates."""
+    if jobs <= 1 or len(candidates) <= 1:
+        return [evaluate(c, threading.Event()) for c in candidates]
+    cancel = threading.Event()
+    width = min(jobs, len(candidates))
+    pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="repomin-b")
+    futures = [pool.submit(evaluate, c, cancel) for c in candidates]
+    try:
+        return [f.result() for f in futures]
+    except BaseException:
+        cancel.set()
+        for f in futures:
+            f.cancel()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 @dataclass(slots=True)
 class Race(Generic[C, T]):

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from repomin.accounting import Ledger
-from repomin.fold import fold_round
+from repomin.fold import fold_batch, fold_round
 from repomin.oracle import Cancelled, Oracle, StopSearch, Verdict
 from repomin.parallel import first_accepted
 from repomin.passes import REGISTRY, STALL_ONLY, Pass
@@ -81,6 +81,40 @@ class Reduction:
             self._label += 1
             return f"{phase}-c{self._label}"
 
+    @property
+    def batch_width(self) -> int:
+        """Disjoint candidates the learning search may propose at once (``try_batch``): one per
+        slot for a deterministic (single-run) command; a flaky command's candidates go one at
+        a time, each with its samples in parallel."""
+        return self.jobs if self.oracle.policy.single else 1
+
+    def try_batch(
+        self,
+        phase: str,
+        candidates: Sequence[tuple[Tree, str]],
+        ahead: Callable[[Tree, Sequence[bool | None]], list[Tree]] | None = None,
+    ) -> list[bool | None]:
+        """Decide every candidate against the incumbent and fold all accepted ones into one
+        new incumbent (``fold.fold_batch``; ``ahead``: the next candidates, run alongside the
+        merge check); per candidate True (adopted), False (rejected or a no-op) or None
+        (accepted but not adopted, or not decided)."""
+        return fold_batch(self, phase, candidates, self._evaluator(phase), ahead)
+
+    def _evaluator(
+        self, phase: str
+    ) -> Callable[[tuple[int, Tree, str], threading.Event], Verdict | None]:
+        def evaluate(item: tuple[int, Tree, str], cancel: threading.Event) -> Verdict | None:
+            _, tree, _ = item
+            try:
+                return self.oracle.evaluate(tree, phase, self._next_label(phase), cancel)
+            except Cancelled:
+                return None
+            except StopSearch:
+                self.ledger.attempt(phase, "aborted")
+                raise
+
+        return evaluate
+
     def try_first(self, phase: str, candidates: Iterable[tuple[Tree, str]]) -> int | None:
         incumbent = self._current
         positions: list[int] = []
@@ -95,16 +129,7 @@ class Reduction:
                 positions.append(pos)
                 yield pos, tree, description
 
-        def evaluate(item: tuple[int, Tree, str], cancel: threading.Event) -> Verdict | None:
-            _, tree, _ = item
-            try:
-                return self.oracle.evaluate(tree, phase, self._next_label(phase), cancel)
-            except Cancelled:
-                return None
-            except StopSearch:
-                self.ledger.attempt(phase, "aborted")
-                raise
-
+        evaluate = self._evaluator(phase)
         # Concurrency stays at ``jobs`` processes: deterministic (single-run) candidates race
         # in parallel; under a flaky policy one candidate's samples run in parallel instead
         # (the oracle's sample width), since a candidate then needs many runs. With several

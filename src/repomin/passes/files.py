@@ -1,11 +1,12 @@
 """Hierarchical deletion of directories and files (HDD) with a learning search per level.
 
-Visits directories breadth-first from the root. At each directory the deletable children
-(files, symlinks, subdirectories, largest first) go through the learning deletion search
-(``passes.learning``: probabilistic delta debugging, priors from the latest trace and the
-reference distances when known, 1-minimal over the children); surviving subdirectories are
-visited next. One accepted candidate can remove thousands of files. Kept paths (``--keep``)
-and directories containing them are never deleted.
+Visits the tree level by level from the root, as HDD does. At each level the deletable
+children of every surviving directory of that level (files, symlinks, subdirectories,
+largest first) go through one learning deletion search (``passes.learning``: adaptive group
+testing, priors from the latest trace and the reference distances when known, 1-minimal over
+the level's units; one search per level gives ``--jobs`` slots enough disjoint candidates);
+surviving subdirectories form the next level. One accepted candidate can remove thousands of
+files. Kept paths (``--keep``) and directories containing them are never deleted.
 """
 
 from __future__ import annotations
@@ -46,13 +47,11 @@ class DeleteFiles:
         if problem.current.file_count <= FLAT_LIMIT:
             self._flat(problem)
             return
-        queue = [""]
-        while queue:
-            directory = queue.pop(0)
+        frontier = [""]
+        while frontier:
             tree = problem.current
-            if directory and not tree.is_dir(directory):
-                continue
-            children = tree.children(directory)
+            dirs = [d for d in frontier if not d or tree.is_dir(d)]
+            children = [c for d in dirs for c in tree.children(d)]
             units = sorted(
                 (c for c in children if not problem.protected(c)),
                 key=lambda c: (-tree.size_of(c), c),
@@ -79,7 +78,7 @@ class DeleteFiles:
                 )
                 self.survived.update(kept)
             after = problem.current
-            queue.extend(c for c in children if after.is_dir(c))
+            frontier = [c for c in children if after.is_dir(c)]
 
     def _flat(self, problem: Problem) -> None:
         tree = problem.current

@@ -1,103 +1,286 @@
-"""A deletion search that learns: probabilistic delta debugging over a candidate set.
+"""A deletion search that learns: adaptive group testing over a candidate set, in batches.
 
-In the style of ProbDD (Wang et al., FSE 2021): every unit carries an estimate ``p`` of being
-*needed*. The search proposes deleting the subset with the best expected gain — the prefix of
-the undecided units sorted by ``p`` (ties in the given order) that maximises
-``|S| * prod(1 - p_i for i in S)``; a rejection of ``S`` is Bayesian evidence that at least one
-unit of ``S`` is needed, so every ``p_i`` in ``S`` becomes ``p_i / (1 - prod(1 - p_j))``; a
-rejected singleton is known-needed (``p = 1``) and never proposed again in that context; an
-accepted deletion removes ``S``. Priors come from the caller (trace, sizes, reference distance).
+Every unit carries the caller's prior ``p`` of being needed (trace, sizes, reference distance);
+a posterior over *how many* units are needed (``passes.belief``) is updated by every test.
+The search keeps three kinds of units: *undecided* ones, *pending groups* (a rejected deletion
+of several units: some unit of it is needed) and *known-needed* ones (a rejected deletion of
+the unit alone, with the digest of the tree it was tested against). Each round proposes a
+*batch* of disjoint parts, all deleted from the same incumbent:
 
-**1-minimality.** A singleton rejection is knowledge about the tree it was tested against. When
-every unit is decided, each survivor whose rejection was recorded against an older tree is
-proposed alone once more against the final one (a cache hit when nothing changed); the search
-ends when every survivor's singleton deletion was rejected against the final tree, so the
-result is 1-minimal over the units.
+* every pending group is split (binary search; with spare slots an (m+1)-way split of which m
+  parts are tested); when every tested part is accepted, the untested rest is inferred to
+  hold the needed unit -- *exactly*, without assuming monotonicity, when the tree of deleting
+  it from the new incumbent is the very tree whose rejection created the group (the digests
+  are compared), otherwise as a hint that the final check confirms;
+* the remaining slots take fresh groups from the undecided units, lowest ``p`` first, each the
+  largest prefix whose deletion succeeds with posterior probability >= 1/2;
+* when nothing is undecided or pending, every survivor whose singleton rejection was recorded
+  against an older tree is proposed alone once more against the current one.
 
-**Parallel speculation.** Candidates are produced lazily: the ``n``-th candidate of one
-``try_first`` call is computed under the hypothesis that the ``n - 1`` before it were rejected,
-which is exactly what "first accepted in proposal order" means. With ``--jobs N`` the next
-candidates are therefore the ones the sequential search would make, and the result equals
-``--jobs 1`` for a deterministic command.
+The search ends when every survivor's deletion alone was rejected against the final tree, so
+the result is **1-minimal over the units** for any predicate.
+
+**Batches.** A problem that offers ``try_batch`` with ``batch_width`` W > 1 (the reducer, for a
+deterministic command and ``--jobs W``) evaluates the W parts at once and folds every accepted
+one into one new incumbent (``fold.fold_batch``: verified by one more run when it merged
+several; if that run rejects, only the first accepted part is adopted and the others return to
+the undecided units). Every rejected part is evidence about its own units. Otherwise the batch
+has one part and goes through ``try_first``.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import copy
+import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from repomin.passes.base import Problem
+from repomin.passes.belief import PRIOR_MAX, TIER, TieredBelief
 from repomin.tree import Tree
 
 U = TypeVar("U")
 
-#: Without priors every unit starts at ``1/N`` (ProbDD's fixed 0.1 makes the first candidates
-#: about ten units wide; measured on planted 4-of-1000 problems: 143 runs against 82 at 1/N).
-#: Priors are kept inside (PRIOR_MIN, PRIOR_MAX): 0 would never be tested, 1 never deleted.
-PRIOR_MIN = 1e-4
-PRIOR_MAX = 0.9
-#: Prior of a unit that survived an earlier search of the same pass: tested alone first.
+#: Priors are kept inside (PRIOR_MIN, PRIOR_MAX): 0 would never be tested, 1 never deleted
+#: (their scale is learnt, so only their ratios matter; a floor would flatten them).
+PRIOR_MIN = 1e-12
+
+#: Prior of a unit that survived an earlier search of the same pass: tested alone early.
 SURVIVOR_PRIOR = 0.5
 
 
+@runtime_checkable
+class BatchProblem(Protocol):
+    """A problem that can decide several disjoint candidates at once (see the docstring)."""
+
+    @property
+    def batch_width(self) -> int: ...
+
+    def try_batch(
+        self,
+        phase: str,
+        candidates: Sequence[tuple[Tree, str]],
+        ahead: Callable[[Tree, Sequence[bool | None]], list[Tree]] | None = None,
+    ) -> list[bool | None]: ...
+
+
+_KEYS = itertools.count()
+
+#: Given the merged tree of a batch and the outcomes it would have, the next batch's trees.
+Speculate = Callable[[Tree, Sequence[bool | None]], list[Tree]]
+
+
 @dataclass
-class Model:
-    """The search state over unit indexes ``0..n-1`` (copyable for speculation)."""
+class Pending:
+    """A rejected deletion of several units: some unit of it is needed (``rejected``: digest of
+    the rejected tree)."""
 
-    p: dict[int, float]
-    order: list[int]
-    needed: dict[int, str] = field(default_factory=dict)  # index -> digest it was tested on
+    units: list[int]
+    rejected: str
+    key: int = field(default_factory=lambda: next(_KEYS))  # the same in a copied state
 
-    def copy(self) -> Model:
-        return Model(dict(self.p), list(self.order), dict(self.needed))
 
-    def undecided(self) -> list[int]:
-        return [i for i in self.order if i not in self.needed]
+@dataclass
+class Part:
+    """One candidate of a batch: delete ``units``. A split of ``source`` carries the untested
+    ``rest`` of that group (inferred needed when every tested part of the split is adopted)."""
 
-    def choose(self) -> list[int]:
-        """The subset of undecided units with the best expected number of deleted units."""
-        pending = sorted(self.undecided(), key=lambda i: self.p[i])  # stable: keeps order
-        best: list[int] = []
-        best_gain = 0.0
-        keep_all = 1.0
-        for count, i in enumerate(pending, start=1):
-            keep_all *= 1.0 - self.p[i]
-            gain = count * keep_all
-            if gain > best_gain:
-                best_gain, best = gain, pending[:count]
-        return best
-
-    def reject(self, subset: Sequence[int], digest: str) -> None:
-        if len(subset) == 1:
-            self.needed[subset[0]] = digest
-            self.p[subset[0]] = 1.0
-            return
-        survive = math.prod(1.0 - self.p[i] for i in subset)
-        scale = 1.0 / max(1e-12, 1.0 - survive)
-        for i in subset:
-            self.p[i] = min(PRIOR_MAX, self.p[i] * scale)
-
-    def delete(self, subset: Sequence[int]) -> None:
-        gone = set(subset)
-        self.order = [i for i in self.order if i not in gone]
-        for i in gone:
-            self.p.pop(i, None)
-            self.needed.pop(i, None)
+    units: list[int]
+    source: Pending | None = None
+    rest: list[int] = field(default_factory=list)
 
 
 @dataclass
 class SearchStats(Generic[U]):
-    """What one search did (for tests and the benchmark): proposals and acceptances."""
+    """What one search did (for tests and the benchmark): proposals, acceptances, batches."""
 
     proposals: int = 0
     accepted: int = 0
+    batches: int = 0
     survivors: list[U] = field(default_factory=list)
 
 
 def clamp(p: float) -> float:
     return min(PRIOR_MAX, max(PRIOR_MIN, p))
+
+
+class Search(Generic[U]):
+    """The state of one search over ``units`` (indexes ``0..n-1``)."""
+
+    def __init__(self, units: Sequence[U], priors: Sequence[float]) -> None:
+        self.units = units
+        self.p = [clamp(x) for x in priors]
+        self.belief = TieredBelief(self.p)
+        self.order = list(range(len(units)))  # every unit still present
+        self.needed: dict[int, str] = {}  # index -> digest it was known needed against
+        self.pending: list[Pending] = []
+
+    def copy(self) -> Search[U]:
+        """An independent copy of the state (units and priors shared)."""
+        other = copy.copy(self)
+        other.belief = self.belief.copy()
+        other.order = list(self.order)
+        other.needed = dict(self.needed)
+        other.pending = [Pending(list(g.units), g.rejected, g.key) for g in self.pending]
+        return other
+
+    def step(
+        self,
+        parts: Sequence[Part],
+        outcomes: Sequence[bool | None],
+        digest: str,
+        trees: Sequence[Tree],
+        after: str,
+        rest_digest: Callable[[list[int]], str],
+    ) -> None:
+        """Learn a batch's outcomes (tested against ``digest``; ``after``: the new incumbent)."""
+        self.learn(parts, outcomes, digest, trees)
+        if any(outcomes):
+            self.infer(parts, outcomes, rest_digest, after)
+
+    def undecided(self) -> list[int]:
+        """Present units neither known needed nor in a pending group, lowest prior first."""
+        grouped = {i for g in self.pending for i in g.units}
+        free = [i for i in self.order if i not in self.needed and i not in grouped]
+        return sorted(free, key=lambda i: self.p[i])  # stable: ties keep the given order
+
+    def plan(self, width: int, digest: str) -> list[Part]:
+        """The next batch: splits of pending groups, fresh groups, or stale re-checks.
+
+        Every pending group (up to ``width``) gets one tested part; fresh groups take up to
+        half of the other slots, each sized as if the ones before it in the batch succeed
+        (so one batch ramps from one unit up to large groups); the rest split pending groups
+        finer, and whatever is still free goes to more fresh groups."""
+        groups = self.pending[:width]
+        splits = {id(g): 1 for g in groups}
+        free = self.undecided()
+        slots = width - len(groups)
+        hypo = self.belief.copy()
+        pending = [g.units for g in self.pending]
+        fresh: list[Part] = []
+
+        def add_fresh(count: int) -> None:
+            nonlocal free
+            for _ in range(count):
+                if not free:
+                    return
+                size = hypo.group_size(free, pending)  # inside the tier of free[0]
+                fresh.append(Part(free[:size]))
+                hypo.unneeded(free[:size])
+                free = free[size:]
+
+        take = (slots + 1) // 2 if groups else slots
+        add_fresh(take)
+        slots -= len(fresh)
+        grown = True
+        while slots > 0 and grown:  # finer splits of the pending groups
+            grown = False
+            for g in groups:
+                if slots and splits[id(g)] + 1 < len(g.units):
+                    splits[id(g)] += 1
+                    slots -= 1
+                    grown = True
+        add_fresh(slots)
+        parts = [
+            part
+            for g in groups
+            for part in split(
+                g,
+                splits[id(g)],
+                self.p,
+                self.belief.group_size(
+                    sorted(g.units, key=lambda i: self.p[i]),
+                    [o.units for o in self.pending if o is not g],
+                ),
+            )
+        ] + fresh
+        if parts:
+            return parts
+        stale = [i for i in self.order if self.needed.get(i) != digest]
+        return [Part([i]) for i in stale[:width]]
+
+    def learn(
+        self,
+        parts: Sequence[Part],
+        outcomes: Sequence[bool | None],
+        digest: str,
+        trees: Sequence[Tree],
+    ) -> None:
+        """Record a batch's outcomes (``digest``: the incumbent it was tested against)."""
+        adopted = [i for part, ok in zip(parts, outcomes, strict=True) if ok for i in part.units]
+        sources = {p.source.key for p in parts if p.source is not None}
+        self.pending = [g for g in self.pending if g.key not in sources]
+        for part, ok, tree in zip(parts, outcomes, trees, strict=True):
+            if ok is False and len(part.units) == 1:
+                self.needed[part.units[0]] = digest
+                self.belief.needed(part.units[0])
+            elif ok is False:
+                self.pending.append(Pending(list(part.units), tree.digest))
+        self.belief.unneeded(adopted)
+        self.remove(adopted)
+
+    def infer(
+        self,
+        parts: Sequence[Part],
+        outcomes: Sequence[bool | None],
+        rest_digest: Callable[[list[int]], str],
+        digest: str,
+    ) -> None:
+        """A split whose tested parts were all adopted: its rest holds the needed unit."""
+        by_source: dict[int, list[bool | None]] = {}
+        for part, ok in zip(parts, outcomes, strict=True):
+            if part.source is not None:
+                by_source.setdefault(part.source.key, []).append(ok)
+        for part in parts:
+            source = part.source
+            if source is None or not part.rest or not all(by_source.pop(source.key, [None])):
+                continue
+            exact = rest_digest(part.rest) == source.rejected
+            if len(part.rest) == 1:
+                self.needed[part.rest[0]] = digest if exact else ""
+                self.belief.needed(part.rest[0])
+            else:
+                self.pending.append(Pending(list(part.rest), source.rejected if exact else ""))
+
+    def remove(self, gone: Sequence[int]) -> None:
+        drop = set(gone)
+        if not drop:
+            return
+        self.order = [i for i in self.order if i not in drop]
+        for i in drop:
+            self.needed.pop(i, None)
+        for g in self.pending:
+            g.units = [i for i in g.units if i not in drop]
+        self.pending = [g for g in self.pending if g.units]
+
+
+def split(group: Pending, tested: int, p: Sequence[float], most: int) -> list[Part]:
+    """``tested`` parts of a pending group (lowest prior first) and its untested rest. A
+    binary split tests the first half -- at most ``most`` units (the posterior's group size:
+    in a dense group, unit by unit), cut at a tier boundary when there is one."""
+    units = sorted(group.units, key=lambda i: p[i])
+    if len(units) <= 1:
+        return [Part(units, group)]
+    if tested == 1:
+        size = min(-(-len(units) // 2), max(1, most), len(units) - 1)
+        cut = tier_cut([p[i] for i in units], len(units) - 1)
+        size = cut if cut and cut <= size else size
+        return [Part(units[:size], group, units[size:])]
+    size = -(-len(units) // (tested + 1))
+    chunks = [units[j : j + size] for j in range(0, len(units), size)]
+    head, rest = chunks[: max(1, len(chunks) - 1)], chunks[-1] if len(chunks) > 1 else []
+    return [Part(c, group, rest) for c in head]
+
+
+def tier_cut(ascending: Sequence[float], limit: int) -> int:
+    """The position (1..limit) of the largest jump of at least TIER between neighbours, or 0."""
+    best, cut = TIER, 0
+    for j in range(1, min(limit, len(ascending) - 1) + 1):
+        ratio = ascending[j] / ascending[j - 1]
+        if ratio >= best:
+            best, cut = ratio, j
+    return cut
 
 
 def learn_delete(
@@ -115,63 +298,74 @@ def learn_delete(
     ``build(remaining)`` makes the candidate tree that keeps exactly ``remaining`` (in the
     given order); ``priors[i]`` is the caller's estimate that ``units[i]`` is needed.
     ``sync(survivors)``, called after every acceptance, says which survivors are still in the
-    new incumbent (with ``--jobs > 1`` one acceptance may fold in other candidates' deletions),
-    or returns None when the incumbent no longer matches the units (the search then stops
-    early, and the caller's next round starts from the new content).
+    new incumbent, or returns None when the incumbent no longer matches the units (the search
+    then stops early, and the caller's next round starts from the new content).
     """
     n = len(units)
     if priors is not None and len(priors) != n:
         raise ValueError("one prior per unit")
-    model = Model(
-        p={i: clamp(priors[i] if priors is not None else 1.0 / n) for i in range(n)},
-        order=list(range(n)),
-    )
-    while model.order:
+    search: Search[U] = Search(units, priors if priors is not None else [1.0 / max(1, n)] * n)
+    width = max(1, problem.batch_width) if isinstance(problem, BatchProblem) else 1
+    narrow = False  # the last batch's merge check ran the next batch (one slot narrower)
+
+    def without(state: Search[U], gone: Sequence[int]) -> Tree:
+        drop = set(gone)
+        return build([units[i] for i in state.order if i not in drop])
+
+    def speculate(parts: Sequence[Part], trees: Sequence[Tree], digest: str) -> Speculate:
+        def ahead(merged: Tree, outcomes: Sequence[bool | None]) -> list[Tree]:
+            # The batch after this one if the merge check accepts: the same plan the search
+            # will make then (``build`` keeps exactly the given units, so building from the
+            # old incumbent with the new state's units is building from ``merged``).
+            nonlocal narrow
+            hypo = search.copy()
+            hypo.step(
+                parts,
+                outcomes,
+                digest,
+                trees,
+                merged.digest,
+                lambda rest: without(hypo, rest).digest,
+            )
+            narrow = True
+            return [without(hypo, part.units) for part in hypo.plan(width - 1, merged.digest)]
+
+        return ahead
+
+    while True:
         digest = problem.current.digest
-        if not model.undecided():
-            stale = [i for i in model.order if model.needed[i] != digest]
-            if not stale:
+        parts = search.plan(width - 1 if narrow and width > 1 else width, digest)
+        narrow = False
+        if not parts:
+            break
+        trees = [without(search, part.units) for part in parts]
+        candidates = [
+            (t, describe([units[i] for i in part.units]))
+            for t, part in zip(trees, parts, strict=True)
+        ]
+        if width > 1 and isinstance(problem, BatchProblem):
+            outcomes = problem.try_batch(phase, candidates, speculate(parts, trees, digest))
+        else:
+            outcomes = [problem.try_first(phase, candidates) == 0]
+        if stats is not None:
+            stats.proposals += len(parts)
+            stats.batches += 1
+            stats.accepted += sum(1 for ok in outcomes if ok)
+        narrow = narrow and sum(1 for ok in outcomes if ok) > 1  # the check accepted
+        search.step(
+            parts,
+            outcomes,
+            digest,
+            trees,
+            problem.current.digest,
+            lambda rest: without(search, rest).digest,
+        )
+        if any(outcomes) and sync is not None:
+            still = sync([units[i] for i in search.order])
+            if still is None:
                 break
-            for i in stale:  # a singleton rejection against an older tree: test it again
-                del model.needed[i]
-                model.p[i] = PRIOR_MAX
-        proposed: list[list[int]] = []
-
-        def candidates(
-            base: Model = model, proposed: list[list[int]] = proposed, digest: str = digest
-        ) -> Iterator[tuple[Tree, str]]:
-            spec = base.copy()
-            while spec.undecided():
-                subset = spec.choose()
-                proposed.append(subset)
-                gone = set(subset)
-                keep = [units[i] for i in spec.order if i not in gone]
-                yield build(keep), describe([units[i] for i in subset])
-                spec.reject(subset, digest)
-
-        won = problem.try_first(phase, _counted(candidates(), stats))
-        settled = proposed if won is None else proposed[:won]
-        for subset in settled:
-            model.reject(subset, digest)
-        if won is not None:
-            model.delete(proposed[won])
-            if stats is not None:
-                stats.accepted += 1
-            if sync is not None:
-                still = sync([units[i] for i in model.order])
-                if still is None:
-                    break
-                model.delete([i for i, ok in zip(model.order, still, strict=True) if not ok])
-    survivors = [units[i] for i in model.order]
+            search.remove([i for i, ok in zip(search.order, still, strict=True) if not ok])
+    survivors = [units[i] for i in search.order]
     if stats is not None:
         stats.survivors = survivors
     return survivors
-
-
-def _counted(
-    candidates: Iterable[tuple[Tree, str]], stats: SearchStats[U] | None
-) -> Iterator[tuple[Tree, str]]:
-    for item in candidates:
-        if stats is not None:
-            stats.proposals += 1
-        yield item
