@@ -1,9 +1,9 @@
 """The incumbent's current pass rate, from its own samples, for sizing the next candidates' tests.
 
 Owns :class:`RateEvidence` (frozen, part of the policy record): the baseline's rate and the most
-recent samples of the incumbent chain -- the adopted candidate's own runs, re-checks of the
-incumbent (*probes*) and its final-test runs, most recent last -- and the estimate the screen
-and the failure budget are sized from (``docs/statistics.md`` §3, "Sizing from the incumbent").
+recent samples of the incumbent chain -- the adopted candidate's own runs and re-checks of the
+incumbent (*probes*), most recent last -- and the estimate the screen and the failure budget
+are sized from (``docs/statistics.md`` §3a, "Sizing from the incumbent").
 
 Sizing changes power and cost, never size: a candidate's design is fixed from samples taken
 before its first run, and given that past its runs are fresh, so the design's exact size at θ
