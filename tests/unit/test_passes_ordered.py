@@ -3,6 +3,8 @@ re-traced cut after every changed file, settled files skipped by the stand-alone
 
 from __future__ import annotations
 
+from typing import Any
+
 from repomin.passes.hints import SearchHints
 from repomin.passes.lines import DeleteLines
 from repomin.passes.ordered import TraceOrder, Unsettled, focus, wrap_unsettled
@@ -157,3 +159,51 @@ def test_focus_protects_every_other_file() -> None:
     assert view.protected("a") and not view.protected("b")
     assert focus(problem, "a").protected("a")  # the problem's own rule still holds
     assert view.current is problem.current
+
+
+class _Counted:
+    """``oracle.samples`` for the predicate problem: its predicate calls."""
+
+    def __init__(self, problem: PredicateProblem) -> None:
+        self.problem = problem
+
+    @property
+    def samples(self) -> int:
+        return self.problem.calls
+
+
+def test_a_budget_keeps_a_large_file_from_holding_up_the_chain(monkeypatch: Any) -> None:
+    import repomin.passes.ordered as ordered_module
+
+    monkeypatch.setattr(ordered_module, "FIRST_BUDGET", 5)
+    # main loads big first (40 lines, 20 needed: far more than 5 runs) and then lib
+    big = "".join(f"need{i}\n" if i % 2 else f"junk{i}\n" for i in range(40))
+    files = {
+        "main.txt": "load big.txt\nload lib.txt\n",
+        "big.txt": big,
+        "lib.txt": "load heavy.txt\nload deep.txt\n",
+        "heavy.txt": "x\n" * 50,
+        "deep.txt": "BUG\n",
+    }
+    tree = text_tree(files)
+
+    def fails(t: Tree) -> bool:
+        data = t.entries.get("big.txt")
+        needs = data is not None and all(
+            f"need{i}\n".encode() in data.data for i in range(1, 40, 2)
+        )
+        return needs and _fails(t) and "big.txt" in _run(t)[0]
+
+    ordered, instances, problem = _ordered(tree)
+    problem.predicate = fails
+    problem.oracle = _Counted(problem)  # type: ignore[attr-defined]
+    instances["trace"].run(problem)  # type: ignore[attr-defined]
+    ordered.run(problem)
+    worked = [path for path, *_ in ordered.log]
+    # big.txt was cut short, lib.txt came next in the same sweep, and its edit cut heavy.txt
+    assert worked.index("lib.txt") < len(worked) - 1 - worked[::-1].index("big.txt")
+    assert "heavy.txt" not in problem.current.entries and "heavy.txt" not in worked
+    assert problem.current["big.txt"].data == b"".join(
+        f"need{i}\n".encode() for i in range(1, 40, 2)
+    )
+    assert ordered.is_settled(problem.current, "big.txt")

@@ -45,8 +45,11 @@ class DeleteLines:
             return propose(problem, path, b"".join(line for _, line in remaining), guard)
 
         def describe(chunk: Sequence[tuple[int, bytes]]) -> str:
-            first, last = chunk[0][0] + 1, chunk[-1][0] + 1
+            numbers = sorted(i + 1 for i, _ in chunk)
+            first, last = numbers[0], numbers[-1]
             where = f"line {first}" if first == last else f"lines {first}-{last}"
+            if len(numbers) != last - first + 1:
+                where = f"{len(numbers)} of {where}"
             return f"delete {where} of {path}"
 
         base = 1.0 / max(1, len(numbered))

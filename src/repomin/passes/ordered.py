@@ -16,7 +16,9 @@ the trace never named follow, largest first):
 3. if the file changed, run the cuts (``trace``: a fresh traced run and its cut, which also
    renews the order; ``refs``: the reference-graph cut),
 
-then take the next file not yet worked on this round in the (possibly renewed) order. Each
+then take the next file not yet worked on this round in the (possibly renewed) order. A file
+gets at most :data:`FIRST_BUDGET` oracle runs in the first sweep; the files a budget cut short
+are taken again in a further sweep with four times the budget, until every file is done. Each
 file's cost is an event (oracle runs and bytes before/after). Files finished this round are
 *settled* at the entry they ended with: the stand-alone content passes of the same round
 (:class:`Unsettled`) skip them, so a file is not searched twice in one round; a file changed
@@ -26,7 +28,7 @@ nothing and the stand-alone passes work as before.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
 from repomin.passes.base import Pass, Problem
@@ -35,6 +37,10 @@ from repomin.tree import Entry, Tree
 
 #: The content passes the ordered pass runs per file, in this order (when scheduled).
 CONTENT: tuple[str, ...] = ("python", "blocks", "brackets", "lines")
+#: Oracle runs a file may use in the first sweep of a round; every further sweep (over the
+#: files a budget cut short) gives four times as many. A large leaf (a 1,600-line lexer) must
+#: not hold up the files after it in the load chain, whose edits cut whole subtrees.
+FIRST_BUDGET = 150
 #: The cuts it runs after a file changed.
 CUTS: tuple[str, ...] = ("trace", "refs")
 
@@ -48,12 +54,24 @@ class _Samples(Protocol):
     def samples(self) -> int: ...
 
 
-class View:
-    """A :class:`Problem` seen through an extra protection rule (everything else delegated)."""
+class OverBudget(Exception):
+    """A focused file used its runs for this sweep (raised to unwind the content pass)."""
 
-    def __init__(self, problem: Problem, protect: Callable[[str], bool]) -> None:
+
+class View:
+    """A :class:`Problem` seen through an extra protection rule (everything else delegated),
+    optionally with a budget of oracle runs: past it, no more candidates are handed on and the
+    next ``try_first`` raises :class:`OverBudget`."""
+
+    def __init__(
+        self, problem: Problem, protect: Callable[[str], bool], budget: int | None = None
+    ) -> None:
         self._problem = problem
         self._protect = protect
+        self._limit = None if budget is None else _samples(problem) + budget
+
+    def _over(self) -> bool:
+        return self._limit is not None and _samples(self._problem) >= self._limit
 
     @property
     def current(self) -> Tree:
@@ -63,15 +81,23 @@ class View:
         return self._protect(path) or self._problem.protected(path)
 
     def try_first(self, phase: str, candidates: Iterable[tuple[Tree, str]]) -> int | None:
-        return self._problem.try_first(phase, candidates)
+        if self._over():
+            raise OverBudget
+        return self._problem.try_first(phase, self._bounded(candidates))
+
+    def _bounded(self, candidates: Iterable[tuple[Tree, str]]) -> Iterator[tuple[Tree, str]]:
+        for item in candidates:
+            if self._over():
+                return  # only what was handed on was tried: the search stays consistent
+            yield item
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._problem, name)
 
 
-def focus(problem: Problem, path: str) -> View:
+def focus(problem: Problem, path: str, budget: int | None = None) -> View:
     """``problem`` with every file but ``path`` protected (content passes edit ``path`` only)."""
-    return View(problem, lambda p: p != path)
+    return View(problem, lambda p: p != path, budget)
 
 
 class TraceOrder:
@@ -116,31 +142,44 @@ class TraceOrder:
         trace = self.hints.trace
         if trace is None or not trace.order or not self.content:
             return
-        done: set[str] = set()
-        while True:
-            pending = self.order(problem, done)
-            if not pending:
+        budget = FIRST_BUDGET
+        while True:  # sweeps: the files a budget cut short get a larger one next time
+            done: set[str] = set()
+            short = False
+            while True:
+                pending = [
+                    p for p in self.order(problem, done) if not self.is_settled(problem.current, p)
+                ]
+                if not pending:
+                    break
+                path = pending[0]
+                done.add(path)
+                short |= self._work(problem, path, budget)
+            if not short:
                 return
-            path = pending[0]
-            done.add(path)
-            self._work(problem, path)
+            budget *= 4
 
-    def _work(self, problem: Problem, path: str) -> None:
+    def _work(self, problem: Problem, path: str, budget: int) -> bool:
+        """Work on one file; True when its budget cut the content passes short."""
         before = problem.current
         entry = before.entries[path]
         runs = _samples(problem)
+        short = False
         if problem.try_first(self.name, [(before.without([path]), f"delete {path}")]) is None:
-            view = focus(problem, path)
-            for content in self.content:
-                if path not in problem.current:
-                    break
-                content.run(view)
+            view = focus(problem, path, budget)
+            try:
+                for content in self.content:
+                    if path not in problem.current:
+                        break
+                    content.run(view)
+            except OverBudget:
+                short = True
         after = problem.current.entries.get(path)
         if after is not entry:
             for cut in self.cuts:
                 cut.run(problem)
         final = problem.current.entries.get(path)
-        if final is not None:
+        if final is not None and not short:
             self.settled[path] = final
         size = final.size if final is not None else 0
         spent = _samples(problem) - runs
@@ -149,12 +188,15 @@ class TraceOrder:
             problem,
             self.name,
             f"{path}: {spent} oracle runs, {entry.size} -> {size} B"
-            + ("" if final is not None else " (deleted)"),
+            + ("" if final is not None else " (deleted)")
+            + (f" (budget of {budget} runs used; continued in a later sweep)" if short else ""),
             path=path,
             runs_on_file=spent,
             bytes_before=entry.size,
             bytes_after=size,
+            budget_used=short,
         )
+        return short
 
 
 class Unsettled:
