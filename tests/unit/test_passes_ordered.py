@@ -207,3 +207,21 @@ def test_a_budget_keeps_a_large_file_from_holding_up_the_chain(monkeypatch: Any)
         f"need{i}\n".encode() for i in range(1, 40, 2)
     )
     assert ordered.is_settled(problem.current, "big.txt")
+
+
+def test_a_small_residue_goes_through_the_files_search_before_contents() -> None:
+    from repomin.passes.files import DeleteFiles
+
+    # a "build" that reads every file: the trace names all of them, main first
+    files = {"main.txt": "load deep.txt\n", "deep.txt": "BUG\n"}
+    files.update({f"unused{i}.txt": "x\n" * 5 for i in range(8)})
+    tree = text_tree(files)
+    everything = TraceResult(
+        "strace", frozenset(tree.entries), "ok", order=("main.txt", *sorted(tree.entries))
+    )
+    ordered = TraceOrder(SearchHints(trace=everything))
+    ordered.bind({"files": DeleteFiles(), "lines": DeleteLines()})
+    problem = PredicateProblem(tree, _fails)
+    ordered.run(problem)
+    assert set(problem.current.entries) == {"main.txt", "deep.txt"}
+    assert not any(path.startswith("unused") for path, *_ in ordered.log)

@@ -6,7 +6,9 @@ deletes them all; once the next file in the chain has lost the ``require`` calls
 need, another re-traced cut follows, and so on. Polishing leaves first (the largest file first,
 as the content passes do on their own) spends runs on files a later cut deletes whole.
 
-So, per round, for each text file in first-open order of the latest usable trace (the files
+So, per round (after the ``files`` pass when the tree has at most ``files.FLAT_LIMIT`` files:
+its flat search is cheap there, and a build that reads every file gives no load order), for
+each text file in first-open order of the latest usable trace (the files
 the trace never named follow, largest first):
 
 1. propose deleting the file (one candidate; with ``--jobs`` the content passes' candidates
@@ -32,6 +34,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
 from repomin.passes.base import Pass, Problem
+from repomin.passes.files import FLAT_LIMIT
 from repomin.passes.hints import SearchHints
 from repomin.tree import Entry, Tree
 
@@ -109,6 +112,8 @@ class TraceOrder:
         self.hints = hints or SearchHints()
         self.content: list[Pass] = []
         self.cuts: list[Pass] = []
+        #: The ``files`` pass, run first when the tree is a small residue (see ``run``).
+        self.files: Pass | None = None
         #: Files finished in the latest round, with the entry each ended with.
         self.settled: dict[str, Entry] = {}
         #: (path, oracle runs, bytes before, bytes after) per file worked on, in order.
@@ -118,6 +123,7 @@ class TraceOrder:
         """Take the scheduled content passes and cuts from the pass instances."""
         self.content = [instances[n] for n in CONTENT if n in instances]
         self.cuts = [instances[n] for n in CUTS if n in instances]
+        self.files = instances.get("files")
 
     def is_settled(self, tree: Tree, path: str) -> bool:
         entry = self.settled.get(path)
@@ -142,6 +148,11 @@ class TraceOrder:
         trace = self.hints.trace
         if trace is None or not trace.order or not self.content:
             return
+        if self.files is not None and problem.current.file_count <= FLAT_LIMIT:
+            # A small residue: the flat learning search over its files costs about
+            # 3·k·log2(N/k) runs, less than content passes on files it deletes (a build that
+            # reads every file gives no load order to follow).
+            self.files.run(problem)
         budget = FIRST_BUDGET
         while True:  # sweeps: the files a budget cut short get a larger one next time
             done: set[str] = set()
