@@ -228,6 +228,7 @@ def fold_batch(
     candidates: Sequence[tuple[Tree, str]],
     evaluate: Callable[[Item, threading.Event], Verdict | None],
     ahead: Callable[[Tree, Sequence[bool | None]], list[Tree]] | None = None,
+    combine: Callable[[Sequence[int]], Tree] | None = None,
 ) -> list[bool | None]:
     """Decide a batch of candidates that can succeed together, all against the incumbent, and
     fold every accepted one into one new incumbent.
@@ -236,7 +237,9 @@ def fold_batch(
     The accepted ones are merged in proposal order (:class:`TreeMerge`; a conflicting one is
     left out); a merge of several is adopted only after one more run of the merged tree
     accepts it (a cache hit when that tree was decided before), otherwise only the first
-    accepted candidate is adopted. ``ahead(merged, outcomes)`` gives the trees the caller will
+    accepted candidate is adopted. ``combine(positions)``, when given, builds the tree of
+    several candidates together (else the three-way merge does). ``ahead(merged, outcomes)``
+    gives the trees the caller will
     propose next if the merge is adopted: they run speculatively in the check's round (their
     verdicts wait in the cache; samples of the phase, not attempts). Returns per candidate
     True (in the new incumbent), False (rejected, or a no-op) or None (accepted but not
@@ -264,7 +267,9 @@ def fold_batch(
         elif verdict.accepted:
             outcomes[item[0]] = None
     if len(kept) > 1:
-        merged = merge.tree()
+        # The caller knows what its candidates change (disjoint units): its own combination
+        # is exact where a content merge cannot tell two edits with equal results apart.
+        merged = combine([item[0] for item, _ in kept]) if combine else merge.tree()
         provisional = list(outcomes)
         for item, _ in kept:
             provisional[item[0]] = True

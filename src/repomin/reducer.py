@@ -93,12 +93,14 @@ class Reduction:
         phase: str,
         candidates: Sequence[tuple[Tree, str]],
         ahead: Callable[[Tree, Sequence[bool | None]], list[Tree]] | None = None,
+        combine: Callable[[Sequence[int]], Tree] | None = None,
     ) -> list[bool | None]:
         """Decide every candidate against the incumbent and fold all accepted ones into one
         new incumbent (``fold.fold_batch``; ``ahead``: the next candidates, run alongside the
-        merge check); per candidate True (adopted), False (rejected or a no-op) or None
-        (accepted but not adopted, or not decided)."""
-        return fold_batch(self, phase, candidates, self._evaluator(phase), ahead)
+        merge check; ``combine``: the tree of several candidates together). Per candidate
+        True (adopted), False (rejected or a no-op) or None (accepted but not adopted, or
+        not decided)."""
+        return fold_batch(self, phase, candidates, self._evaluator(phase), ahead, combine)
 
     def _evaluator(
         self, phase: str

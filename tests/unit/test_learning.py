@@ -321,6 +321,7 @@ class BatchProblem(PredicateProblem):
         phase: str,
         candidates: Sequence[tuple[Tree, str]],
         ahead: Callable[[Tree, Sequence[bool | None]], list[Tree]] | None = None,
+        combine: Callable[[Sequence[int]], Tree] | None = None,
     ) -> list[bool | None]:
         base = self.current
         outcomes: list[bool | None] = list(self.decide([t for t, _ in candidates]))
@@ -329,6 +330,9 @@ class BatchProblem(PredicateProblem):
             return outcomes
         gone = {p for t in won for p in base.entries if p not in t.entries}
         merged = base.without(gone) if len(won) > 1 else won[0]
+        if len(won) > 1 and combine is not None:
+            together = combine([i for i, ok in enumerate(outcomes) if ok])
+            assert together.digest == merged.digest  # deletions: the same tree either way
         if len(won) > 1:
             spec = ahead(merged, outcomes)[: self.width - 1] if ahead else []
             if not self.decide([merged, *spec])[0]:
@@ -386,3 +390,16 @@ def test_property_batches_give_a_one_minimal_result(
     assert final == set(kept) and predicate(final)
     for unit in kept:
         assert not predicate(final - {unit})
+
+
+def test_sample_seconds_sum_cpu_when_reported_else_wall() -> None:
+    from repomin.accounting import Ledger, sample_cost
+    from repomin.report.execution import sample_basis
+
+    ledger = Ledger()
+    ledger.add_sample("files", *sample_cost({}, 1.5))
+    assert (ledger.sample_seconds, sample_basis(ledger.sample_cpu, ledger.samples)) == (1.5, "wall")
+    ledger.add_sample("files", *sample_cost({"cpu_seconds": 0.25}, 9.0))
+    assert ledger.sample_seconds == 1.75
+    assert sample_basis(ledger.sample_cpu, ledger.samples) == "mixed"
+    assert sample_basis(2, 2) == "cpu"

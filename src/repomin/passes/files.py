@@ -16,7 +16,7 @@ from typing import ClassVar
 
 from repomin.passes.base import Problem
 from repomin.passes.hints import SearchHints
-from repomin.passes.learning import SURVIVOR_PRIOR, learn_delete
+from repomin.passes.learning import SURVIVOR_PRIOR, BatchProblem, learn_delete
 from repomin.tree import Tree
 
 
@@ -29,6 +29,13 @@ def describe_paths(chunk: Sequence[str]) -> str:
 #: At most this many files: one learning search over every file at once instead of one per
 #: directory (a small residue's directories are mostly chains: each level costs runs).
 FLAT_LIMIT = 64
+
+
+#: With at least this many slots, trees up to FLAT_WIDE_LIMIT files are searched flat too: in
+#: batches every level of the hierarchy costs at least three rounds (groups, splits, the
+#: final checks) whatever its size, so a deep tree costs more rounds than one flat search.
+WIDE = 4
+FLAT_WIDE_LIMIT = 20_000
 
 
 def _present(tree: Tree, path: str) -> bool:
@@ -44,7 +51,8 @@ class DeleteFiles:
         self.survived: set[str] = set()
 
     def run(self, problem: Problem) -> None:
-        if problem.current.file_count <= FLAT_LIMIT:
+        wide = isinstance(problem, BatchProblem) and problem.batch_width >= WIDE
+        if problem.current.file_count <= (FLAT_WIDE_LIMIT if wide else FLAT_LIMIT):
             self._flat(problem)
             return
         frontier = [""]

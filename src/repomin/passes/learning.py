@@ -62,6 +62,7 @@ class BatchProblem(Protocol):
         phase: str,
         candidates: Sequence[tuple[Tree, str]],
         ahead: Callable[[Tree, Sequence[bool | None]], list[Tree]] | None = None,
+        combine: Callable[[Sequence[int]], Tree] | None = None,
     ) -> list[bool | None]: ...
 
 
@@ -332,6 +333,12 @@ def learn_delete(
 
         return ahead
 
+    def combined(parts: Sequence[Part]) -> Callable[[Sequence[int]], Tree]:
+        def tree(won: Sequence[int]) -> Tree:  # several accepted parts deleted together
+            return without(search, [u for j in won for u in parts[j].units])
+
+        return tree
+
     while True:
         digest = problem.current.digest
         parts = search.plan(width - 1 if narrow and width > 1 else width, digest)
@@ -344,7 +351,12 @@ def learn_delete(
             for t, part in zip(trees, parts, strict=True)
         ]
         if width > 1 and isinstance(problem, BatchProblem):
-            outcomes = problem.try_batch(phase, candidates, speculate(parts, trees, digest))
+            outcomes = problem.try_batch(
+                phase,
+                candidates,
+                speculate(parts, trees, digest),
+                combined(parts),
+            )
         else:
             outcomes = [problem.try_first(phase, candidates) == 0]
         if stats is not None:

@@ -109,7 +109,17 @@ def execution_block(i: ExecutionInputs) -> dict[str, Any]:
         "search_samples": i.search_samples,
         "event_bounds": "descriptive-clopper-pearson-v1",
         "wall_time_seconds": round(i.wall_time, 6),
+        "sample_seconds": round(ledger.sample_seconds, 3),
+        "sample_seconds_basis": sample_basis(ledger.sample_cpu, ledger.samples),
     }
+
+
+def sample_basis(cpu: int, samples: int) -> str:
+    """What ``sample_seconds`` sums: the runner's CPU time of every sample (``cpu``), the
+    samples' wall time (``wall``: no runner here measures CPU time yet), or both (``mixed``)."""
+    if samples and cpu == samples:
+        return "cpu"
+    return "mixed" if cpu else "wall"
 
 
 def timeout_fields(user: float, timeouts: AdaptiveTimeoutRunner | None) -> dict[str, Any]:

@@ -201,7 +201,8 @@ def render_repomin_md(
         "",
         f"`{output_name}/` holds {_plural(out['files'], 'file')} ({size_text(out['bytes'])}), "
         f"reduced from {_plural(src['files'], 'file')} ({size_text(src['bytes'])}) by ReproMin "
-        f"{report['repomin_version']} in {_plural(ex['oracle_samples'], 'run')}.",
+        f"{report['repomin_version']} in {_plural(ex['oracle_samples'], 'run')}"
+        f"{' (' + cost_text(ex) + ')' if cost_text(ex) else ''}.",
         "",
         evidence_sentence(report),
         "",
@@ -274,7 +275,7 @@ def render_terminal(
         f"repomin: {_plural(src['files'], 'file')} / {size_text(src['bytes'])} -> "
         f"{_plural(out['files'], 'file')} / {size_text(out['bytes'])} in "
         f"{_plural(ex['oracle_samples'], 'run')} "
-        f"({report['accepted_mutations']} accepted mutations, "
+        f"({cost_text(ex, '; ')}{report['accepted_mutations']} accepted mutations, "
         f"{report['cache_hits']} cache hits)",
         "repomin: kept:",
         *_file_lines(files, TERMINAL_FILES, "  "),
@@ -296,3 +297,13 @@ def render_terminal(
         f"--payload {shlex.quote(str(payload_abs))} --yes",
     ]
     return lines
+
+
+def cost_text(ex: dict[str, Any], end: str = "") -> str:
+    """``"12.3 s CPU of samples, 4.5 s wall"`` (``s sample wall`` when the runner measured
+    wall times only) followed by ``end``; empty for reports without the fields."""
+    seconds, wall = ex.get("sample_seconds"), ex.get("wall_time_seconds")
+    if seconds is None or wall is None:
+        return ""
+    kind = "CPU" if ex.get("sample_seconds_basis") == "cpu" else "sample wall"
+    return f"{seconds:.1f} s {kind} of samples, {wall:.1f} s wall{end}"
