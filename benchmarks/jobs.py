@@ -61,7 +61,7 @@ def reduce(src: Path, work: Path, command: str, match: str, timeout: float, jobs
         "oracle_runs": ex["oracle_samples"],
         "files": len(files),
         "bytes": sum(p.stat().st_size for p in files),
-        "cpu_seconds": ex.get("sample_cpu_seconds"),
+        "sample_seconds": ex.get("sample_seconds"),
     }
 
 
