@@ -11,7 +11,11 @@ from typing import Any
 
 import pytest
 
-from repomin.runners.base import Outcome, RunRequest
+from repomin.accounting import Ledger
+from repomin.failure.contract import FailureContract, FailureSpec
+from repomin.oracle import Oracle
+from repomin.policy import SamplingConfig
+from repomin.runners.base import Outcome, Runner, RunRequest
 from repomin.tree import Tree
 
 
@@ -104,3 +108,18 @@ def reduce_argv(src: Path, out: Path, command: str, match: str, *extra: str) -> 
         match,
         *extra,
     ]
+
+
+def fake_oracle(runner: Runner, config: SamplingConfig, **kw: Any) -> Oracle:
+    """An :class:`Oracle` over ``runner`` that matches ``BUG`` (``kw``: ledger, hooks, budget,
+    use_cache, timeout, … as the constructor takes them)."""
+    kw.setdefault("ledger", Ledger())
+    kw.setdefault("timeout", 1)
+    return Oracle(
+        runner=runner,
+        contract=FailureContract(FailureSpec(match="BUG")),
+        command="fake",
+        env={},
+        config=config,
+        **kw,
+    )

@@ -18,16 +18,15 @@ from pathlib import Path
 import pytest
 
 from repomin import stats
-from repomin.accounting import Ledger
 from repomin.app import ReduceOptions, execute
-from repomin.failure.contract import FailureContract, FailureSpec
+from repomin.failure.contract import FailureSpec
 from repomin.incumbent import SIZING_CONFIDENCE, RateEvidence, screen_for
 from repomin.oracle import Oracle, OracleHooks
 from repomin.policy import SamplingConfig, SamplingPolicy
 from repomin.session import Session, default_session_dir
 from repomin.tree import Entry, Tree
 from repomin.verdict import Verdict
-from tests.conftest import FakeRunner
+from tests.conftest import FakeRunner, fake_oracle
 from tests.montecarlo import FILES, BernoulliRunner, Killed
 
 
@@ -107,16 +106,11 @@ def _oracle(
     rate: float, seed: int, on_policy: object = None, **config: object
 ) -> tuple[Oracle, FakeRunner]:
     runner = FakeRunner(lambda t: True, rate=rate, seed=seed)
-    oracle = Oracle(
-        runner=runner,
-        contract=FailureContract(FailureSpec(match="BUG")),
-        command="fake",
-        env={},
-        timeout=1,
-        config=SamplingConfig(**config),  # type: ignore[arg-type]
-        ledger=Ledger(),
+    oracle = fake_oracle(
+        runner,
+        SamplingConfig(**config),  # type: ignore[arg-type]
         use_cache=False,
-        hooks=OracleHooks(on_policy=on_policy),  # type: ignore[arg-type]
+        hooks=OracleHooks(on_policy=on_policy),
     )
     return oracle, runner
 
@@ -146,14 +140,9 @@ def test_bad_candidates_stay_at_the_design_level_whatever_the_sizing(
     standard errors of the mean exact size of the designs used, which is <= the level."""
     trials, theta = 1500, 0.3
     runner = _TwoRates(good, theta, seed)
-    oracle = Oracle(
-        runner=runner,
-        contract=FailureContract(FailureSpec(match="BUG")),
-        command="fake",
-        env={},
-        timeout=1,
-        config=SamplingConfig(mode=mode, min_candidate_rate=theta),  # type: ignore[arg-type]
-        ledger=Ledger(),
+    oracle = fake_oracle(
+        runner,
+        SamplingConfig(mode=mode, min_candidate_rate=theta),  # type: ignore[arg-type]
         use_cache=False,
     )
     oracle.restore(_learn(12, mode, min_candidate_rate=theta), None)

@@ -20,20 +20,16 @@ from repomin.holdout import HoldoutConfig, run_holdout
 from repomin.oracle import Oracle, SamplingConfig
 from repomin.policy import Sampling, SamplingPolicy
 from repomin.tree import Entry, Tree
-from tests.conftest import FakeRunner
+from tests.conftest import FakeRunner, fake_oracle
 
 GOOD = Tree.of({"a": Entry("file", b"a\n", text=True), "b": Entry("file", b"b\n", text=True)})
 
 
 def _oracle(rate: float, seed: int, **config: object) -> tuple[Oracle, FakeRunner]:
     runner = FakeRunner(lambda t: True, rate=rate, seed=seed)
-    oracle = Oracle(
-        runner=runner,
-        contract=FailureContract(FailureSpec(match="BUG")),
-        command="fake",
-        env={},
-        timeout=1,
-        config=SamplingConfig(**config),  # type: ignore[arg-type]
+    oracle = fake_oracle(
+        runner,
+        SamplingConfig(**config),  # type: ignore[arg-type]
         ledger=Ledger(),
         use_cache=False,
     )

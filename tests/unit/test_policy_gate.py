@@ -10,15 +10,14 @@ import pytest
 from repomin import stats
 from repomin.accounting import Ledger
 from repomin.app import ReduceOptions, execute
-from repomin.failure.contract import FailureContract, FailureSpec
+from repomin.failure.contract import FailureSpec
 from repomin.holdout import HoldoutConfig
-from repomin.oracle import Oracle
 from repomin.policy import Sampling, SamplingConfig, SamplingPolicy
 from repomin.reducer import Reduction
 from repomin.report.validate import validate_report
 from repomin.session import Session
 from repomin.tree import Entry, Tree
-from tests.conftest import FakeRunner
+from tests.conftest import FakeRunner, fake_oracle
 
 
 def _learn(mode: str = "auto", passes: int = 20, **config: object) -> SamplingPolicy:
@@ -120,13 +119,9 @@ def test_backtracking_bisects_to_the_last_good_tree_and_revokes_later_ones() -> 
         return "f4" in t
 
     runner = FakeRunner(fails)
-    oracle = Oracle(
-        runner=runner,
-        contract=FailureContract(FailureSpec(match="BUG")),
-        command="fake",
-        env={},
-        timeout=1,
-        config=SamplingConfig(mode="fast"),
+    oracle = fake_oracle(
+        runner,
+        SamplingConfig(mode="fast"),
         ledger=Ledger(),
     )
     oracle.run_baseline(chain[0])

@@ -7,11 +7,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from repomin.accounting import Ledger
-from repomin.failure.contract import FailureContract, FailureSpec
 from repomin.oracle import Budget, Oracle, Sampling, SamplingConfig
 from repomin.reducer import Reduction, ReductionResult, run_passes
 from repomin.tree import Entry, Tree
-from tests.conftest import FakeRunner
+from tests.conftest import FakeRunner, fake_oracle
 
 
 def reduce_tree(
@@ -27,13 +26,10 @@ def reduce_tree(
 ) -> tuple[ReductionResult, Ledger, Oracle, FakeRunner]:
     runner = FakeRunner(fails, rate=rate)  # type: ignore[arg-type]
     ledger = Ledger()
-    oracle = Oracle(
-        runner=runner,
-        contract=FailureContract(FailureSpec(match="BUG")),
-        command="fake",
-        env={},
+    oracle = fake_oracle(
+        runner,
+        SamplingConfig(mode=mode, incumbent_check_every=check_every),
         timeout=10,
-        config=SamplingConfig(mode=mode, incumbent_check_every=check_every),
         ledger=ledger,
         budget=budget or Budget(),
     )
