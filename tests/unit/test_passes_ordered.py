@@ -3,7 +3,10 @@ re-traced cut after every changed file, settled files skipped by the stand-alone
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+import pytest
 
 from repomin.passes.hints import SearchHints
 from repomin.passes.lines import DeleteLines
@@ -85,7 +88,9 @@ def _chain_tree() -> Tree:
     return text_tree(files)
 
 
-def _ordered(tree: Tree) -> tuple[TraceOrder, dict[str, object], PredicateProblem]:
+def _ordered(
+    tree: Tree, batched: bool = False
+) -> tuple[TraceOrder, dict[str, object], PredicateProblem]:
     hints = SearchHints(retrace=_trace)
     instances: dict[str, object] = {
         "trace": TraceCut(_trace(tree)),
@@ -96,7 +101,7 @@ def _ordered(tree: Tree) -> tuple[TraceOrder, dict[str, object], PredicateProble
         instance.hints = hints  # type: ignore[attr-defined]
     hints.update_trace(_trace(tree))
     wrap_unsettled(instances)  # type: ignore[arg-type]
-    problem = PredicateProblem(tree, _fails)
+    problem = (_Batched if batched else PredicateProblem)(tree, _fails)
     return instances["ordered"], instances, problem  # type: ignore[return-value]
 
 
@@ -172,7 +177,33 @@ class _Counted:
         return self.problem.calls
 
 
-def test_a_budget_keeps_a_large_file_from_holding_up_the_chain(monkeypatch: Any) -> None:
+class _Batched(PredicateProblem):
+    """A problem with two slots (``try_batch``, as the reducer offers with ``--jobs 2``): each
+    candidate of a batch is decided in turn against the incumbent, the first accepted one is
+    adopted and the rest are left undecided (a valid, if unfolded, answer)."""
+
+    batch_width = 2
+
+    def try_batch(
+        self,
+        phase: str,
+        candidates: Sequence[tuple[Tree, str]],
+        ahead: Any = None,
+        combine: Any = None,
+    ) -> list[bool | None]:
+        outcomes: list[bool | None] = []
+        for tree, description in candidates:
+            if True in outcomes:
+                outcomes.append(None)
+                continue
+            outcomes.append(self.try_first(phase, [(tree, description)]) == 0)
+        return outcomes
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["one slot", "two slots"])
+def test_a_budget_keeps_a_large_file_from_holding_up_the_chain(
+    monkeypatch: Any, batched: bool
+) -> None:
     import repomin.passes.ordered as ordered_module
 
     monkeypatch.setattr(ordered_module, "FIRST_BUDGET", 5)
@@ -194,7 +225,7 @@ def test_a_budget_keeps_a_large_file_from_holding_up_the_chain(monkeypatch: Any)
         )
         return needs and _fails(t) and "big.txt" in _run(t)[0]
 
-    ordered, instances, problem = _ordered(tree)
+    ordered, instances, problem = _ordered(tree, batched)
     problem.predicate = fails
     problem.oracle = _Counted(problem)  # type: ignore[attr-defined]
     instances["trace"].run(problem)  # type: ignore[attr-defined]

@@ -88,6 +88,21 @@ class View:
             raise OverBudget
         return self._problem.try_first(phase, self._bounded(candidates))
 
+    def try_batch(
+        self,
+        phase: str,
+        candidates: Sequence[tuple[Tree, str]],
+        ahead: Callable[[Tree, Sequence[bool | None]], list[Tree]] | None = None,
+        combine: Callable[[Sequence[int]], Tree] | None = None,
+    ) -> list[bool | None]:
+        # The learning search decides batches here when the problem has slots (``--jobs``):
+        # without this the budget was checked only on ``try_first`` and a batched search of a
+        # large file ran past it (found on the npm case: the lexer kept the cap to itself).
+        if self._over():
+            raise OverBudget
+        batch: Callable[..., list[bool | None]] = self._problem.try_batch  # type: ignore[attr-defined]
+        return batch(phase, candidates, ahead, combine)
+
     def _bounded(self, candidates: Iterable[tuple[Tree, str]]) -> Iterator[tuple[Tree, str]]:
         for item in candidates:
             if self._over():
@@ -138,8 +153,7 @@ class TraceOrder:
         files = [
             p
             for p, e in tree.entries.items()
-            if e.kind == "file" and e.text and e.data and p not in done
-            and not problem.protected(p)
+            if e.kind == "file" and e.text and e.data and p not in done and not problem.protected(p)
         ]
         return sorted(files, key=lambda p: (rank.get(p, len(rank)), -tree.entries[p].size, p))
 
