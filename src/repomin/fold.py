@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, cast
 
 from repomin.oracle import Cancelled, StopSearch, Verdict
 from repomin.parallel import evaluate_all, fold_accepted
+from repomin.passes.base import Combine, Speculate
 from repomin.tree import Entry, Tree
 
 if TYPE_CHECKING:
@@ -227,8 +228,8 @@ def fold_batch(
     phase: str,
     candidates: Sequence[tuple[Tree, str]],
     evaluate: Callable[[Item, threading.Event], Verdict | None],
-    ahead: Callable[[Tree, Sequence[bool | None]], list[Tree]] | None = None,
-    combine: Callable[[Sequence[int]], Tree] | None = None,
+    ahead: Speculate | None = None,
+    combine: Combine | None = None,
 ) -> list[bool | None]:
     """Decide a batch of candidates that can succeed together, all against the incumbent, and
     fold every accepted one into one new incumbent.

@@ -18,6 +18,7 @@ from repomin.fold import fold_batch, fold_round
 from repomin.oracle import Cancelled, Oracle, StopSearch, Verdict
 from repomin.parallel import first_accepted
 from repomin.passes import REGISTRY, STALL_ONLY, Pass
+from repomin.passes.base import Combine, Speculate
 from repomin.tree import Tree
 
 
@@ -92,8 +93,8 @@ class Reduction:
         self,
         phase: str,
         candidates: Sequence[tuple[Tree, str]],
-        ahead: Callable[[Tree, Sequence[bool | None]], list[Tree]] | None = None,
-        combine: Callable[[Sequence[int]], Tree] | None = None,
+        ahead: Speculate | None = None,
+        combine: Combine | None = None,
     ) -> list[bool | None]:
         """Decide every candidate against the incumbent and fold all accepted ones into one
         new incumbent (``fold.fold_batch``; ``ahead``: the next candidates, run alongside the

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from repomin.passes.base import Combine, Speculate
 from repomin.passes.belief import PRIOR_MAX, TRUST, Belief, TieredBelief
 from repomin.passes.files import DeleteFiles
 from repomin.passes.hints import SearchHints
@@ -320,8 +321,8 @@ class BatchProblem(PredicateProblem):
         self,
         phase: str,
         candidates: Sequence[tuple[Tree, str]],
-        ahead: Callable[[Tree, Sequence[bool | None]], list[Tree]] | None = None,
-        combine: Callable[[Sequence[int]], Tree] | None = None,
+        ahead: Speculate | None = None,
+        combine: Combine | None = None,
     ) -> list[bool | None]:
         base = self.current
         outcomes: list[bool | None] = list(self.decide([t for t, _ in candidates]))

@@ -7,6 +7,12 @@ from typing import ClassVar, Protocol, TypeVar
 
 from repomin.tree import Tree
 
+#: ``try_batch``'s ``ahead``: given the merged tree of a batch and the outcomes it would have,
+#: the next batch's trees (run alongside the merge check).
+Speculate = Callable[[Tree, Sequence[bool | None]], list[Tree]]
+#: ``try_batch``'s ``combine``: the tree of several accepted candidates (by position) together.
+Combine = Callable[[Sequence[int]], Tree]
+
 U = TypeVar("U")
 
 

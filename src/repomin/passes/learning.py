@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
-from repomin.passes.base import Problem
+from repomin.passes.base import Combine, Problem, Speculate
 from repomin.passes.belief import PRIOR_MAX, TIER, TieredBelief
 from repomin.tree import Tree
 
@@ -61,16 +61,12 @@ class BatchProblem(Protocol):
         self,
         phase: str,
         candidates: Sequence[tuple[Tree, str]],
-        ahead: Callable[[Tree, Sequence[bool | None]], list[Tree]] | None = None,
-        combine: Callable[[Sequence[int]], Tree] | None = None,
+        ahead: Speculate | None = None,
+        combine: Combine | None = None,
     ) -> list[bool | None]: ...
 
 
 _KEYS = itertools.count()
-
-#: Given the merged tree of a batch and the outcomes it would have, the next batch's trees.
-Speculate = Callable[[Tree, Sequence[bool | None]], list[Tree]]
-
 
 @dataclass
 class Pending:
@@ -333,7 +329,7 @@ def learn_delete(
 
         return ahead
 
-    def combined(parts: Sequence[Part]) -> Callable[[Sequence[int]], Tree]:
+    def combined(parts: Sequence[Part]) -> Combine:
         def tree(won: Sequence[int]) -> Tree:  # several accepted parts deleted together
             return without(search, [u for j in won for u in parts[j].units])
 

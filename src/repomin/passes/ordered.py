@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
-from repomin.passes.base import Pass, Problem
+from repomin.passes.base import Combine, Pass, Problem, Speculate
 from repomin.passes.files import FLAT_LIMIT
 from repomin.passes.hints import SearchHints
 from repomin.tree import Entry, Tree
@@ -92,8 +92,8 @@ class View:
         self,
         phase: str,
         candidates: Sequence[tuple[Tree, str]],
-        ahead: Callable[[Tree, Sequence[bool | None]], list[Tree]] | None = None,
-        combine: Callable[[Sequence[int]], Tree] | None = None,
+        ahead: Speculate | None = None,
+        combine: Combine | None = None,
     ) -> list[bool | None]:
         # The learning search decides batches here when the problem has slots (``--jobs``):
         # without this the budget was checked only on ``try_first`` and a batched search of a
