@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -67,20 +66,23 @@ class Ledger:
     candidate_passes: int = 0
     incumbent_checks: int = 0
     #: Seconds of the samples: the runner's CPU time where it reports one, else the sample's
-    #: wall time (``sample_cpu``: how many samples reported CPU time).
+    #: wall time (``sample_cpu``: how many samples reported CPU time); ``sample_wall_seconds``:
+    #: their wall time, always.
     sample_seconds: float = 0.0
     sample_cpu: int = 0
+    sample_wall_seconds: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _started: float = field(default_factory=time.monotonic, repr=False)
 
-    def add_sample(self, phase: str | None, seconds: float = 0.0, cpu: bool = False) -> int:
-        """One oracle run (baseline, search, final, holdout) that took ``seconds`` (CPU time
-        when ``cpu``, else wall time); the new total."""
+    def add_sample(self, phase: str | None, wall: float = 0.0, cpu: float | None = None) -> int:
+        """One oracle run (baseline, search, final, holdout) that took ``wall`` seconds and,
+        when the runner measured it, ``cpu`` seconds of CPU time; the new total."""
         counters = self.phase(phase) if phase is not None else None
         with self._lock:
             self.samples += 1
-            self.sample_seconds += max(0.0, seconds)
-            self.sample_cpu += cpu
+            self.sample_wall_seconds += max(0.0, wall)
+            self.sample_seconds += max(0.0, wall if cpu is None else cpu)
+            self.sample_cpu += cpu is not None
             if counters is not None:
                 counters.oracle_samples += 1
             return self.samples
@@ -157,10 +159,3 @@ class Ledger:
     @property
     def cache_hits(self) -> int:
         return sum(p.cache_hits for p in self.phases.values())
-
-
-def sample_cost(extra: Mapping[str, Any], duration: float) -> tuple[float, bool]:
-    """A sample's seconds for ``sample_seconds``: the runner's ``cpu_seconds`` (then True)
-    when it reports one, else the sample's wall time."""
-    cpu = extra.get("cpu_seconds")
-    return (float(cpu), True) if isinstance(cpu, int | float) else (duration, False)

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from repomin import candidate, stats
-from repomin.accounting import Ledger, sample_cost
+from repomin.accounting import Ledger
 from repomin.budget import Budget, Cancelled, Guard, StopSearch
 from repomin.errors import BaselineError, InfrastructureError
 from repomin.failure.contract import FailureContract
@@ -183,7 +183,7 @@ class Oracle:
             )
         if self._guard.stop.is_set() and (outcome.timed_out or outcome.exit_code is None):
             raise StopSearch("interrupted")
-        self._ledger.add_sample(phase, *sample_cost(outcome.extra, outcome.duration))
+        self._ledger.add_sample(phase, outcome.duration, outcome.cpu_seconds)
         if budgeted:
             with self._lock:
                 self._traffic[2] += 1

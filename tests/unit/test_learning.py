@@ -392,15 +392,3 @@ def test_property_batches_give_a_one_minimal_result(
     for unit in kept:
         assert not predicate(final - {unit})
 
-
-def test_sample_seconds_sum_cpu_when_reported_else_wall() -> None:
-    from repomin.accounting import Ledger, sample_cost
-    from repomin.report.execution import sample_basis
-
-    ledger = Ledger()
-    ledger.add_sample("files", *sample_cost({}, 1.5))
-    assert (ledger.sample_seconds, sample_basis(ledger.sample_cpu, ledger.samples)) == (1.5, "wall")
-    ledger.add_sample("files", *sample_cost({"cpu_seconds": 0.25}, 9.0))
-    assert ledger.sample_seconds == 1.75
-    assert sample_basis(ledger.sample_cpu, ledger.samples) == "mixed"
-    assert sample_basis(2, 2) == "cpu"

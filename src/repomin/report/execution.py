@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from repomin.accounting import Ledger
 from repomin.policy import SamplingPolicy
 from repomin.report.build import environment_digest
+from repomin.report.cost import sample_basis
 from repomin.runners.host import IMPLICIT_ENVIRONMENT
 from repomin.selection import Selection
 from repomin.timeouts import FIXED, RULE, AdaptiveTimeoutRunner
@@ -111,15 +112,8 @@ def execution_block(i: ExecutionInputs) -> dict[str, Any]:
         "wall_time_seconds": round(i.wall_time, 6),
         "sample_seconds": round(ledger.sample_seconds, 3),
         "sample_seconds_basis": sample_basis(ledger.sample_cpu, ledger.samples),
+        "sample_wall_seconds": round(ledger.sample_wall_seconds, 3),
     }
-
-
-def sample_basis(cpu: int, samples: int) -> str:
-    """What ``sample_seconds`` sums: the runner's CPU time of every sample (``cpu``), the
-    samples' wall time (``wall``: no runner here measures CPU time yet), or both (``mixed``)."""
-    if samples and cpu == samples:
-        return "cpu"
-    return "mixed" if cpu else "wall"
 
 
 def timeout_fields(user: float, timeouts: AdaptiveTimeoutRunner | None) -> dict[str, Any]:

@@ -300,10 +300,14 @@ def render_terminal(
 
 
 def cost_text(ex: dict[str, Any], end: str = "") -> str:
-    """``"12.3 s CPU of samples, 4.5 s wall"`` (``s sample wall`` when the runner measured
-    wall times only) followed by ``end``; empty for reports without the fields."""
+    """``"12.3 s CPU of samples, 4.5 s wall"`` (``s sample wall`` when no sample's CPU time
+    was measured, ``s of samples (CPU where measured, else wall)`` when some were) followed by
+    ``end``; empty for reports without the fields."""
     seconds, wall = ex.get("sample_seconds"), ex.get("wall_time_seconds")
     if seconds is None or wall is None:
         return ""
-    kind = "CPU" if ex.get("sample_seconds_basis") == "cpu" else "sample wall"
-    return f"{seconds:.1f} s {kind} of samples, {wall:.1f} s wall{end}"
+    kind = {
+        "cpu": "s CPU of samples",
+        "mixed": "s of samples (CPU where measured, else wall)",
+    }.get(str(ex.get("sample_seconds_basis")), "s sample wall")
+    return f"{seconds:.1f} {kind}, {wall:.1f} s wall{end}"

@@ -19,6 +19,7 @@ from typing import Any
 from repomin import stats
 from repomin.cluster.fields import cluster_problems
 from repomin.failure.contract import SIGNATURE_FLAGS
+from repomin.report.cost import cost_problems
 
 #: Problem lines are cut to this many characters (values from the report are echoed in them).
 MAX_LINE = 300
@@ -56,6 +57,10 @@ RULES: dict[str, str] = {
     "execution.cluster": (
         "cluster dispatch fields come together; several worker environments need "
         "cluster_mixed_workers_allowed"
+    ),
+    "execution.sample_seconds": (
+        "sample_seconds and its basis come together; no samples cost nothing; a wall basis "
+        "equals sample_wall_seconds"
     ),
     "accounting.phase_names": "each phase appears once in phase_statistics.phases",
     "accounting.attempts": (
@@ -251,6 +256,7 @@ def check_execution(report: dict[str, Any]) -> list[Problem]:
             )
         problems += _docker_limits(ex)
     problems.extend(Problem("execution.cluster", m) for m in cluster_problems(ex))
+    problems.extend(Problem("execution.sample_seconds", m) for m in cost_problems(ex))
     return problems
 
 

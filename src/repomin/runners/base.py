@@ -41,7 +41,8 @@ class Outcome:
     ``signal`` is set when the process was killed by a signal (host) and left ``None`` when only
     a 128+N status is visible (shells, containers) -- signature modes decide about those.
     ``workdir`` is the absolute path where the tree was materialised for this sample, so that
-    failure signatures can strip it from paths in the output.
+    failure signatures can strip it from paths in the output. ``cpu_seconds`` is the user +
+    system CPU time of the sample's processes where the runner measures it (``None``: unknown).
     """
 
     exit_code: int | None
@@ -54,6 +55,7 @@ class Outcome:
     workdir: str = ""
     infrastructure_error: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    cpu_seconds: float | None = None
 
     @property
     def output(self) -> str:

@@ -42,10 +42,30 @@ class AgentResult:
     timed_out: bool
     exhausted: bool
     healthy: bool
+    cpu_seconds: float | None = None  # the command's, as the agent's shell measured it
 
 
 def _count(text: str) -> int | None:
     return int(text) if text.isdigit() else None
+
+
+_TIMES = re.compile(r"(\d+)m(\d+(?:\.\d*)?)s")
+
+
+def _seconds(text: str) -> float | None:
+    """``0m1.250000s`` (a shell's ``times``) in seconds."""
+    match = _TIMES.fullmatch(text)
+    return int(match[1]) * 60 + float(match[2]) if match else None
+
+
+def _cpu(fields: list[str]) -> float | None:
+    """The children's CPU time the agent gained while it waited for the sample: ``CU1 + CS1 -
+    CU0 - CS0`` (see the protocol); ``None`` when a value is unreadable."""
+    values = [_seconds(text) for text in fields]
+    if any(v is None for v in values) or len(values) != 4:
+        return None
+    cu0, cs0, cu1, cs1 = (float(v or 0.0) for v in values)
+    return round(max(0.0, cu1 + cs1 - cu0 - cs0), 6)
 
 
 def _rose(before: str, after: str) -> bool:
@@ -135,7 +155,7 @@ class AgentChannel:
                 f"could not unpack the tree in the container ({fields[2]}); the tree must fit "
                 "into --work-size and --memory"
             )
-        if len(fields) != 15 or fields[:2] != [nonce, "R"]:
+        if len(fields) != 19 or fields[:2] != [nonce, "R"]:
             raise EngineFailure(f"the sample agent answered out of protocol: {fields[:3]!r}")
         stdout = self._stream(fields[11], fields[12], deadline)
         stderr = self._stream(fields[13], fields[14], deadline)
@@ -149,6 +169,9 @@ class AgentChannel:
             timed_out=timed_out,
             exhausted=_rose(fields[3], fields[4]) or _rose(fields[5], fields[6]) or full,
             healthy=fields[7] == "0" and fields[8] == "0",
+            # A timed-out sample's group was killed at once: its orphans were reaped by the
+            # container's init, so the agent's count would be short.
+            cpu_seconds=None if timed_out else _cpu(fields[15:19]),
         )
 
     def _stream(self, size_text: str, cut: str, deadline: float) -> bytes:

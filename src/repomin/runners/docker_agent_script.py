@@ -20,15 +20,18 @@ Protocol (over the container's attached stdin/stdout; one request at a time):
   ``rp_cmd=QUOTED``, then
   ``TAR_BYTES`` of tree archive (``MODE`` stream) -- nothing follows until the response;
 - response: ``NONCE R RC OOM0 OOM1 PIDS0 PIDS1 REAPED CLEAN FULL TIMEDOUT OUT OUTCUT ERR
-  ERRCUT``, then ``OUT`` bytes of stdout and ``ERR`` bytes of stderr (``*CUT`` 1: head and
-  tail of an oversized stream were sent), or ``NONCE E REASON`` when the tree could not be
-  unpacked.
+  ERRCUT CU0 CS0 CU1 CS1`` (``CU``/``CS``: the agent's children's user and system time as its
+  ``times`` builtin prints them, e.g. ``0m0.020000s``, before the sample and after waiting for
+  it, ``-`` when unreadable), then ``OUT`` bytes of stdout and ``ERR`` bytes of stderr
+  (``*CUT`` 1: head and tail of an oversized stream were sent), or ``NONCE E REASON`` when the
+  tree could not be unpacked.
 
 Per request it reaps (kills every process but init and itself, polling ``/proc``: builtins
 only, so it works while a fork bomb holds the pids limit), unpacks a streamed tree as the
-sample user, runs the command with a watchdog, reaps again, reads the cgroup's ``oom_kill`` and
-pids ``max`` counters, checks whether a scratch filesystem is full, wipes ``/tmp``, ``/dev/shm``
-(and a streamed ``/work``) as the sample user, and answers.
+sample user, runs the command with a watchdog (the shell's ``times`` before and after: the CPU
+time of the sample's process and of every descendant it waited for), reaps again, reads the
+cgroup's ``oom_kill`` and pids ``max`` counters, checks whether a scratch filesystem is full,
+wipes ``/tmp``, ``/dev/shm`` (and a streamed ``/work``) as the sample user, and answers.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from __future__ import annotations
 from repomin.runners.docker_script import COUNTER_FUNCTIONS, USER_WIPE
 
 #: Version of the request/response protocol (first line the agent prints).
-AGENT_PROTOCOL = "1"
+AGENT_PROTOCOL = "2"
 #: The agent's private directory (a root-owned 0700 tmpfs): the sample's output files.
 CONTROL = "/repomin"
 
@@ -143,6 +146,14 @@ rp_send() {
         head -c "$rp_half" "$1"; tail -c "$rp_half" "$1"
     fi
 }
+rp_times() {
+    rp_tu=; rp_ts=
+    { read -r rp_x rp_y; read -r rp_tu rp_ts; } <"""
+    + CONTROL
+    + r"""/times 2>/dev/null
+    [ -n "$rp_tu" ] || rp_tu=-
+    [ -n "$rp_ts" ] || rp_ts=-
+}
 rp_sent() {
     rp_cut=0; rp_n=$1
     if [ "$1" -gt "$rp_limit" ]; then rp_cut=1; rp_n=$((rp_half * 2)); fi
@@ -177,6 +188,10 @@ while IFS="$rp_ws" read -r rp_nonce rp_timeout rp_mode rp_tar <&4; do
     : >"""
     + CONTROL
     + r"""/wd
+    times >"""
+    + CONTROL
+    + r"""/times
+    rp_times; rp_cu0=$rp_tu; rp_cs0=$rp_ts
     (
         echo 1000 >/proc/self/oom_score_adj 2>/dev/null
         cd /work || exit 126
@@ -203,6 +218,10 @@ while IFS="$rp_ws" read -r rp_nonce rp_timeout rp_mode rp_tar <&4; do
     ) </dev/null >/dev/null 2>&1 3>&- 4<&- &
     wait "$rp_pid"
     rp_rc=$?
+    times >"""
+    + CONTROL
+    + r"""/times
+    rp_times
     rp_reap
     rp_r2=$?
     [ "$rp_r2" = 0 ] || rp_r=$rp_r2
@@ -231,9 +250,9 @@ while IFS="$rp_ws" read -r rp_nonce rp_timeout rp_mode rp_tar <&4; do
     + r"""/err; rp_e=$rp_sz
     rp_sent "$rp_o"; rp_on=$rp_n; rp_oc=$rp_cut
     rp_sent "$rp_e"; rp_en=$rp_n; rp_ec=$rp_cut
-    printf '%s R %s %s %s %s %s %s %s %s %s %s %s %s %s\n' "$rp_nonce" "$rp_rc" \
+    printf '%s R %s %s %s %s %s %s %s %s %s %s %s %s %s %s %s %s %s\n' "$rp_nonce" "$rp_rc" \
         "$rp_oom0" "$rp_oom" "$rp_pids0" "$rp_pids" "$rp_r" "$rp_w" "$rp_full" "$rp_to" \
-        "$rp_on" "$rp_oc" "$rp_en" "$rp_ec" >&3
+        "$rp_on" "$rp_oc" "$rp_en" "$rp_ec" "$rp_cu0" "$rp_cs0" "$rp_tu" "$rp_ts" >&3
     { rp_send """
     + CONTROL
     + r"""/out "$rp_o"; rp_send """

@@ -66,7 +66,12 @@ def run_agent(
     common = _common(worker, result.stdout, result.stderr, result.duration)
     if result.timed_out:
         return Outcome(exit_code=None, timed_out=True, **common), result.healthy
-    outcome = Outcome(exit_code=result.exit_code, resource_exhausted=result.exhausted, **common)
+    outcome = Outcome(
+        exit_code=result.exit_code,
+        resource_exhausted=result.exhausted,
+        cpu_seconds=result.cpu_seconds,
+        **common,
+    )
     return outcome, result.healthy
 
 

@@ -14,12 +14,15 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import resource
+import select
 import shutil
 import signal
 import subprocess
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +36,8 @@ from repomin.tree import Tree, materialise
 IMPLICIT_ENVIRONMENT = ("PATH", "HOME", "TMPDIR", "TMP", "TEMP", "LANG")
 
 _RESOURCE_SIGNALS = {signal.SIGXCPU, signal.SIGXFSZ}
+#: Seconds a timed-out sample gets to be stopped and reaped before it is killed outright.
+STOP_GRACE = 5.0
 
 
 def scratch_root() -> Path:
@@ -116,17 +121,18 @@ class HostRunner:
             **request.env,
         }
         out_path, err_path = sample_dir / "stdout", sample_dir / "stderr"
-        timed_out = False
         hidden = sandbox.hidden_paths(self._hide, self._visible) if self._hide else []
         status_r, status_w = os.pipe()
+        info_r, info_w = os.pipe()
+        namespace = self.isolation == "namespace"
         argv = sandbox.sample_argv(
             ["/bin/sh", "-c", request.command],
             status_fd=status_w,
-            namespace=self.isolation == "namespace",
+            namespace=namespace,
             hidden=hidden,
+            info_fd=info_w if namespace else None,
         )
         start = time.monotonic()
-        report_bytes = b""
         try:
             with open(out_path, "wb") as out, open(err_path, "wb") as err:
                 try:
@@ -138,19 +144,16 @@ class HostRunner:
                         stdout=out,
                         stderr=err,
                         start_new_session=True,
-                        pass_fds=(status_w,),
+                        pass_fds=(status_w, info_w) if namespace else (status_w,),
                     )
                 finally:
                     os.close(status_w)
+                    os.close(info_w)
                 with self._lock:
                     self._live.add(proc.pid)
                 record = sandbox.record_sample(self._base, proc.pid)
                 try:
-                    rc = proc.wait(timeout=request.timeout)
-                except subprocess.TimeoutExpired:
-                    timed_out = True
-                    _kill_group(proc.pid)
-                    rc = proc.wait()
+                    ended = self._wait(proc, request.timeout, info_r)
                 finally:
                     _kill_group(proc.pid)
                     with self._lock:
@@ -159,13 +162,19 @@ class HostRunner:
             duration = time.monotonic() - start
             # Written before the supervisor exited; never wait for a straggler holding the pipe.
             os.set_blocking(status_r, False)
+            report_bytes = b""
             with contextlib.suppress(BlockingIOError):
                 report_bytes = os.read(status_r, 64)
             reported = sandbox.decode_status(report_bytes) if report_bytes else None
-            rc = reported if reported is not None and not timed_out else rc
+            rc = ended.exit_code
+            if ended.timed_out:
+                rc = -signal.SIGKILL  # killed by ReproMin at the timeout
+            elif reported is not None:
+                rc = reported
             stdout, stderr = _read_bounded(out_path), _read_bounded(err_path)
         finally:
             os.close(status_r)
+            os.close(info_r)
             if not self._keep:
                 shutil.rmtree(sample_dir, ignore_errors=True)
         sig = -rc if rc < 0 else None
@@ -175,11 +184,35 @@ class HostRunner:
             stdout=stdout,
             stderr=stderr,
             duration=duration,
-            timed_out=timed_out,
-            resource_exhausted=exhausted and not timed_out,
+            timed_out=ended.timed_out,
+            resource_exhausted=exhausted and not ended.timed_out,
             signal=sig,
             workdir=str(work),
+            cpu_seconds=ended.cpu_seconds,
         )
+
+    def _wait(self, proc: subprocess.Popen[bytes], timeout: float, info_r: int) -> _Ended:
+        """Wait for the sample's leader with ``wait4``; at the timeout stop the sample so that
+        every process is reaped inside it: the namespace's init is killed (the kernel kills
+        and reaps the rest into it), or the supervisor kills its group and reaps it. A sample
+        that does not stop in :data:`STOP_GRACE` seconds is killed outright; its CPU time is
+        then incomplete and left unknown."""
+        ended = _reap(proc, timeout)
+        if ended is not None:
+            return _Ended(*ended, timed_out=False)
+        if self.isolation == "namespace":
+            init = sandbox.namespace_init(_read_available(info_r))
+            stopped = init is not None and sandbox.signal_child(proc.pid, init, signal.SIGUSR1)
+        else:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(proc.pid, signal.SIGUSR1)
+            stopped = True
+        ended = _reap(proc, STOP_GRACE) if stopped else None
+        if ended is not None:
+            return _Ended(*ended, timed_out=True)
+        _kill_group(proc.pid)
+        code, _ = _reap(proc, None) or (-signal.SIGKILL, 0.0)
+        return _Ended(code, None, timed_out=True)
 
     def kill_all(self) -> None:
         """Kill every running sample (Ctrl-C, SIGTERM, budget)."""
@@ -198,6 +231,65 @@ def reap_stale(root: Path) -> None:
     killing whatever their recorded sample process groups left running; the Docker runner's
     scratch directories of dead runs too."""
     reap_stale_scratch([root])
+
+
+@dataclass(frozen=True, slots=True)
+class _Ended:
+    exit_code: int
+    cpu_seconds: float | None
+    timed_out: bool
+
+
+def _reap(proc: subprocess.Popen[bytes], timeout: float | None) -> tuple[int, float] | None:
+    """``(exit code, CPU seconds)`` of ``proc`` -- user + system time of the process and of
+    every descendant reaped below it (``wait4``) -- or ``None`` while it still runs after
+    ``timeout`` seconds (``None``: wait as long as it takes)."""
+    pid = proc.pid
+    if timeout is None:
+        _, status, usage = os.wait4(pid, 0)
+        return _ended(proc, status, usage)
+    deadline = time.monotonic() + timeout
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:  # no pidfd (old kernel): poll like subprocess does
+        pidfd = -1
+    watch = select.poll()
+    if pidfd >= 0:
+        watch.register(pidfd, select.POLLIN)
+    try:
+        delay = 0.0005
+        while True:
+            got, status, usage = os.wait4(pid, os.WNOHANG)
+            if got:
+                return _ended(proc, status, usage)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            if pidfd >= 0:
+                watch.poll(max(1, int(remaining * 1000)))
+            else:
+                delay = min(delay * 2, remaining, 0.05)
+                time.sleep(delay)
+    finally:
+        if pidfd >= 0:
+            os.close(pidfd)
+
+
+def _ended(
+    proc: subprocess.Popen[bytes], status: int, usage: resource.struct_rusage
+) -> tuple[int, float]:
+    proc.returncode = code = os.waitstatus_to_exitcode(status)  # reaped: Popen must not wait
+    return code, usage.ru_utime + usage.ru_stime
+
+
+def _read_available(fd: int) -> bytes:
+    """What the pipe ``fd`` holds now (its writer may still have it open)."""
+    os.set_blocking(fd, False)
+    data = b""
+    with contextlib.suppress(BlockingIOError):
+        while chunk := os.read(fd, 4096):
+            data += chunk
+    return data
 
 
 def _kill_group(pid: int) -> None:

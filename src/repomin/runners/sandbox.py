@@ -2,8 +2,8 @@
 
 **Namespace** (preferred, when ``bwrap`` works here): every sample runs as
 
-    bwrap --dev-bind / / --proc /proc --unshare-pid --die-with-parent
-          --tmpfs HIDDEN --remount-ro HIDDEN ...  -- PYTHON -I -S -c SUPERVISOR ...
+    bwrap --dev-bind / / --proc /proc --unshare-pid --as-pid-1 --die-with-parent
+          --tmpfs HIDDEN --remount-ro HIDDEN ... --info-fd N -- PYTHON -I -S -c SUPERVISOR ...
 
 The whole filesystem stays visible at its own paths (tools, compilers, the sample's own copy),
 except SRC, OUTPUT, its sidecar and the session directory, each covered by an empty read-only
@@ -21,6 +21,13 @@ checks the traced run's log for accesses under SRC instead (see :mod:`repomin.tr
 In both modes the supervisor reports the command's raw wait status through a pipe, so a signal
 death (``-11``) stays distinguishable from ``exit 139`` although bwrap itself reports ``128+N``.
 
+**CPU time**: everything the sample starts is reaped below the process ReproMin waits for with
+``wait4`` -- the supervisor is the namespace's init (``--as-pid-1``) or a child subreaper -- so
+that process's rusage is the sample's CPU time. At a timeout ReproMin sends the supervisor
+SIGUSR1 (:func:`signal_child`, in the namespace at the init PID bwrap reports on ``--info-fd``):
+it kills the rest of the sample, reaps it and exits, instead of dying with it unreaped. The
+supervisor restores SIGPIPE and SIGXFSZ (ignored by Python) to their defaults for the command.
+
 **Reaping**: every live sample is recorded as ``live/<pgid>`` (its process group and the
 leader's start time) in the runner's directory, whose ``owner`` file holds ReproMin's PID and
 start time. A new runner removes directories of dead owners after killing the processes of
@@ -30,6 +37,7 @@ their recorded groups that started no earlier than the recorded time (never by n
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -44,32 +52,73 @@ from pathlib import Path
 ISOLATION_MODES = ("namespace", "supervisor")
 
 _SUPERVISOR = r"""
-import os, signal, sys
+import os, signal, sys, time
 fd, parent, group = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "group"
 argv = sys.argv[4:]
+stopping = []
+def _kill_rest():
+    if os.getpid() == 1:  # the namespace's init: -1 is every other process in it
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        return 0
+    me, pg, alive = os.getpid(), os.getpgrp(), 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open("/proc/" + name + "/stat") as f:
+                fields = f.read().rpartition(")")[2].split()
+            if int(fields[2]) == pg and fields[0] not in "ZX":
+                alive += 1
+                os.kill(int(name), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            pass
+    return alive
+def _stop(signum, frame):
+    stopping.append(signum)
+    for _ in range(200):
+        if not _kill_rest():
+            return
+signal.signal(signal.SIGUSR1, _stop)
 if group:
     def _die(signum, frame):
         os.killpg(0, signal.SIGKILL)
     signal.signal(signal.SIGUSR2, _die)
     import ctypes
-    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGUSR2))  # PR_SET_PDEATHSIG
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, int(signal.SIGUSR2))  # PR_SET_PDEATHSIG
+    libc.prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans are reaped here, their CPU time counts
     if os.getppid() != parent:
         _die(0, None)
 pid = os.fork()
 if pid == 0:
     os.close(fd)
-    signal.signal(signal.SIGUSR2, signal.SIG_DFL)
+    for sig in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_DFL)
     try:
         os.execv(argv[0], argv)
     finally:
         os._exit(127)
+status = 127 << 8
 while True:
     try:
-        _, status = os.waitpid(pid, 0)
-        break
+        got, st = os.waitpid(-1, 0)
     except ChildProcessError:
-        status = 127 << 8
         break
+    if got == pid:
+        status = st
+        break
+if stopping:
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                _kill_rest()
+                time.sleep(0.01)
+        except ChildProcessError:
+            break
 os.write(fd, b"%d\n" % status)
 os._exit(0)
 """
@@ -107,7 +156,8 @@ def _probe_bwrap() -> str | None:
 
 
 def _namespace_flags(hidden: Sequence[Path]) -> list[str]:
-    flags = ["--dev-bind", "/", "/", "--proc", "/proc", "--unshare-pid", "--die-with-parent"]
+    flags = ["--dev-bind", "/", "/", "--proc", "/proc", "--unshare-pid", "--as-pid-1"]
+    flags.append("--die-with-parent")
     for path in hidden:
         flags += ["--tmpfs", str(path), "--remount-ro", str(path)]
     return flags
@@ -139,15 +189,20 @@ def sample_argv(
     status_fd: int,
     namespace: bool,
     hidden: Sequence[Path],
+    info_fd: int | None = None,
 ) -> list[str]:
-    """The argv that runs ``command`` supervised, in the namespace when ``namespace``."""
+    """The argv that runs ``command`` supervised, in the namespace when ``namespace`` (where
+    bwrap writes the namespace's init PID, as this process sees it, to ``info_fd``)."""
     parent = os.getpid()
     python = [sys.executable, "-I", "-S", "-c", _SUPERVISOR, str(status_fd)]
     if not namespace:
         return [*python, str(parent), "group", *command]
     bwrap = shutil.which("bwrap") or "bwrap"
-    # Inside the namespace bwrap's own monitor is the parent; --die-with-parent covers it.
-    return [bwrap, *_namespace_flags(hidden), "--", *python, "0", "plain", *command]
+    # Inside the namespace the supervisor is PID 1 (--as-pid-1: bwrap reaps it, so its CPU
+    # time and that of everything it reaped reach this process); --die-with-parent ties it
+    # to bwrap.
+    info = ["--info-fd", str(info_fd)] if info_fd is not None else []
+    return [bwrap, *_namespace_flags(hidden), *info, "--", *python, "0", "plain", *command]
 
 
 def decode_status(raw: bytes) -> int | None:
@@ -244,3 +299,40 @@ def reap_stale(root: Path, prefix: str = "repomin-") -> None:
             continue
         reap_processes(entry)
         shutil.rmtree(entry, ignore_errors=True)
+
+
+# -- stopping a timed-out sample so that its CPU time is kept ----------------------------------
+
+
+def namespace_init(info: bytes) -> int | None:
+    """The namespace init's PID from what bwrap wrote to ``--info-fd`` (JSON)."""
+    with contextlib.suppress(ValueError, UnicodeDecodeError):
+        value = json.loads(info.decode("utf-8")).get("child-pid")
+        return value if isinstance(value, int) and value > 1 else None
+    return None
+
+
+def signal_child(parent: int, child: int, signum: int) -> bool:
+    """Send ``signum`` to ``child`` if it still is a child of ``parent`` (checked through a
+    pidfd, so a reused PID is never signalled). True when the signal was sent."""
+    try:
+        fd = os.pidfd_open(child)
+    except OSError:
+        return False
+    try:
+        if _parent_of(child) != parent:
+            return False
+        signal.pidfd_send_signal(fd, signum)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return int(fields[1]) if len(fields) > 1 else None
