@@ -193,10 +193,10 @@ class HostRunner:
 
     def _wait(self, proc: subprocess.Popen[bytes], timeout: float, info_r: int) -> _Ended:
         """Wait for the sample's leader with ``wait4``; at the timeout stop the sample so that
-        every process is reaped inside it: the namespace's init is killed (the kernel kills
-        and reaps the rest into it), or the supervisor kills its group and reaps it. A sample
-        that does not stop in :data:`STOP_GRACE` seconds is killed outright; its CPU time is
-        then incomplete and left unknown."""
+        every process is reaped inside it: the supervisor (in the namespace its init, at the
+        PID bwrap reported) gets SIGUSR1, kills the rest of the sample, reaps it and exits. A
+        sample that does not stop in :data:`STOP_GRACE` seconds is killed outright; its CPU
+        time is then incomplete and left unknown."""
         ended = _reap(proc, timeout)
         if ended is not None:
             return _Ended(*ended, timed_out=False)
