@@ -115,3 +115,15 @@ def test_the_docker_agents_times_become_cpu_seconds() -> None:
     assert _cpu(["0m0.000000s", "0m0.010000s", "0m0.130000s", "0m0.170000s"]) == 0.29
     assert _cpu(["0m0.000s", "0m0.000s", "1m0.500s", "0m0.250s"]) == 60.75
     assert _cpu(["0m0.000s", "-", "0m0.100s", "0m0.000s"]) is None
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_sample_that_does_not_stop_in_time_has_no_cpu_figure(
+    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No grace: the stop cannot have finished when the runner looks, so the sample is killed
+    # outright and its (incomplete) CPU time is unknown rather than short.
+    monkeypatch.setattr("repomin.runners.host.STOP_GRACE", 0.0)
+    out = run(tmp_path, mode, "sleep 30", timeout=0.5)
+    assert out.timed_out and out.exit_code == -signal.SIGKILL
+    assert out.cpu_seconds is None and out.duration < 5
