@@ -111,7 +111,6 @@ def test_emptied_body_becomes_pass() -> None:
         PythonReduce(), tree, lambda t: exec_error(t["m.py"].data + b"def main(): MARK\n") is None
     )
     assert problem.current["m.py"].data == b"def f():\n    pass\n\n\nMARK = f\n"
-    assert problem.accepted[0][1].startswith("replace the body at line 2")
 
 
 def test_beats_line_deletion_on_pass_bodies() -> None:

@@ -3,16 +3,16 @@
 Edits use exact byte spans (``ast`` offsets are UTF-8 byte offsets) and always whole lines, so
 everything else in the file keeps its formatting. Per Python file, largest first:
 
-1. **Statements, hierarchically.** The module body is reduced with ddmin, then the bodies of
-   the surviving compound statements (functions, classes, ``if``/``for``/``while``/``with``/
-   ``try``/``match``), breadth first. Definitions, imports and docstrings are statements like
-   any other. A body emptied completely becomes ``pass``, so "simplify this body to ``pass``" is
-   the first candidate tried at every level. Statements sharing a line (``a; b``, or a body on
-   its header's line) move as one unit or not at all.
+1. **Statements, hierarchically.** The module body is reduced with the learning deletion
+   search (:mod:`repomin.passes.learning`; with ``--jobs``, batches of disjoint parts), then
+   the bodies of the surviving compound statements (functions, classes, ``if``/``for``/
+   ``while``/``with``/``try``/``match``), breadth first. Definitions, imports and docstrings
+   are statements like any other. A body emptied completely becomes ``pass``. Statements
+   sharing a line (``a; b``, or a body on its header's line) move as one unit or not at all.
 2. **Unwrapping.** A compound statement replaced by its dedented body (``try:``, ``with``,
    ``if``, loops), outermost first.
-3. **Decorators**, with ddmin.
-4. **Names of multi-name imports** (``from m import a, b`` -> ``from m import a``), with ddmin.
+3. **Decorators**, with the same search.
+4. **Names of multi-name imports** (``from m import a, b`` -> ``from m import a``), likewise.
 
 Every candidate is compiled before it is proposed (the syntax guard of
 :mod:`repomin.passes.textedit`); files that do not compile to begin with, are not UTF-8 or
@@ -22,11 +22,11 @@ start with a byte-order mark are left to the generic passes.
 from __future__ import annotations
 
 import ast
-from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
-from repomin.passes.base import Problem, ddmin_delete
+from repomin.passes.base import Problem
+from repomin.passes.learning import learn_delete
 from repomin.passes.python_source import Loc, PySource, Unit, child_locs
 from repomin.passes.textedit import (
     Guard,
@@ -93,45 +93,59 @@ class _FileReducer:
     # -- 1. statements -----------------------------------------------------------------------
 
     def statements(self) -> None:
-        queue: deque[Loc] = deque([()])
-        while queue:
-            loc = queue.popleft()
+        """Level by level (as hierarchical delta debugging does): one search over the units
+        of every body at the same depth, so that ``--jobs`` batches span sibling bodies
+        instead of one small body at a time; then the bodies one level down."""
+        level: list[Loc] = [()]
+        while level:
             src = self.source()
             if src is None:
                 return
-            body = src.body_at(loc)
-            if body is None:
-                continue
-            units, fixed = src.units(body)
-            if units:
-                needs_pass = bool(loc) and not fixed and not src.is_elif(body)
-                self._reduce_body(src, units, needs_pass)
-                src = self.source()
-                if src is None:
-                    return
+            bodies: list[tuple[list[Unit], bool]] = []
+            for loc in level:
                 body = src.body_at(loc)
                 if body is None:
                     continue
-            queue.extend(child_locs(body, loc))
+                units, fixed = src.units(body)
+                if units:
+                    bodies.append((units, bool(loc) and not fixed and not src.is_elif(body)))
+            if bodies:
+                self._reduce_bodies(src, bodies)
+                src = self.source()
+                if src is None:
+                    return
+            # The search deleted statements of this level only: the locations stay valid.
+            below: list[Loc] = []
+            for loc in level:
+                body = src.body_at(loc)
+                if body is not None:
+                    below.extend(child_locs(body, loc))
+            level = below
 
-    def _reduce_body(self, src: PySource, units: list[Unit], needs_pass: bool) -> None:
+    def _reduce_bodies(self, src: PySource, bodies: list[tuple[list[Unit], bool]]) -> None:
+        """One learning search over the units of ``bodies`` ((units, needs_pass) each): a
+        body emptied completely becomes ``pass`` when it needs a statement."""
         data = src.data
-        first = units[0]
-        filler = first.indent + b"pass" + src.eol
+        owner = {u: k for k, (units, _) in enumerate(bodies) for u in units}
+        everything = [u for units, _ in bodies for u in units]
 
         def build(remaining: Sequence[Unit]) -> Tree:
             keep = set(remaining)
-            edits = [(u.start, u.end, b"") for u in units if u not in keep]
-            if needs_pass and not remaining:
-                edits[0] = (first.start, first.end, filler)
-            return self._candidate(splice(data, edits))
+            alive = {owner[u] for u in keep}
+            edits = {u.start: (u.start, u.end, b"") for u in everything if u not in keep}
+            for k, (units, needs_pass) in enumerate(bodies):
+                if needs_pass and k not in alive:
+                    first = units[0]
+                    edits[first.start] = (first.start, first.end, first.indent + b"pass" + src.eol)
+            return self._candidate(splice(data, edits.values()))
 
         def describe(chunk: Sequence[Unit]) -> str:
-            if needs_pass and len(chunk) == len(units):
-                return f"replace the body at line {first.line} of {self.path} with pass"
-            return describe_spans("delete statements", self.path, [u.line for u in chunk])
+            units, needs_pass = bodies[owner[chunk[0]]]
+            if needs_pass and set(chunk) == set(units):
+                return f"replace the body at line {units[0].line} of {self.path} with pass"
+            return describe_spans("delete statements", self.path, sorted(u.line for u in chunk))
 
-        ddmin_delete(self.problem, self.phase, units, build, describe)
+        learn_delete(self.problem, self.phase, everything, build, describe)
 
     # -- 2. unwrapping -----------------------------------------------------------------------
 
@@ -187,7 +201,7 @@ class _FileReducer:
         def describe(chunk: Sequence[Unit]) -> str:
             return describe_spans("delete decorators", self.path, [u.line for u in chunk])
 
-        ddmin_delete(self.problem, self.phase, units, build, describe)
+        learn_delete(self.problem, self.phase, units, build, describe)
 
     # -- 4. import names ---------------------------------------------------------------------
 
@@ -238,7 +252,7 @@ class _FileReducer:
             )
             return f"drop imported names {head} from {self.path}"
 
-        ddmin_delete(self.problem, self.phase, names, build, describe)
+        learn_delete(self.problem, self.phase, names, build, describe)
 
 
 def _keyword(node: ast.stmt) -> str:
