@@ -274,8 +274,15 @@ def fold_batch(
         provisional = list(outcomes)
         for item, _ in kept:
             provisional[item[0]] = True
-        check = _check(reduction, phase, merged, ahead(merged, provisional) if ahead else [])
-        if not check.accepted:
+        # Edits that undo each other together (a syntax guard turned the merge back into the
+        # incumbent) are a rejected merge, decided without a run.
+        noop = merged.digest == incumbent.digest
+        check = (
+            None
+            if noop
+            else _check(reduction, phase, merged, ahead(merged, provisional) if ahead else [])
+        )
+        if check is None or not check.accepted:
             for item, _ in kept[1:]:
                 outcomes[item[0]] = None
             kept = kept[:1]
@@ -293,6 +300,7 @@ def fold_batch(
     elif kept:
         names = "; ".join(item[2] for item, _ in kept[:3])
         more = f"; and {len(kept) - 3} more" if len(kept) > 3 else ""
+        assert check is not None  # several kept: the check accepted the merge
         reduction.adopt(phase, f"fold of {len(kept)} candidates: {names}{more}", merged, check)
     return outcomes
 

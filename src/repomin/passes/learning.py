@@ -8,14 +8,16 @@ the unit alone, with the digest of the tree it was tested against). Each round p
 *batch* of disjoint parts, all deleted from the same incumbent:
 
 * every pending group is split (binary search; with spare slots an (m+1)-way split of which m
-  parts are tested); when every tested part is accepted, the untested rest is inferred to
+  parts are tested; with as many spare slots as units, every unit alone and no rest); when
+  every tested part is accepted, the untested rest is inferred to
   hold the needed unit -- *exactly*, without assuming monotonicity, when the tree of deleting
   it from the new incumbent is the very tree whose rejection created the group (the digests
   are compared), otherwise as a hint that the final check confirms;
 * the remaining slots take fresh groups from the undecided units, lowest ``p`` first, each the
   largest prefix whose deletion succeeds with posterior probability >= 1/2;
-* when nothing is undecided or pending, every survivor whose singleton rejection was recorded
-  against an older tree is proposed alone once more against the current one.
+* every survivor whose singleton rejection was recorded against an older tree is proposed
+  alone once more against the current one: when nothing is undecided or pending, or in the
+  slots left idle by a batch of single units only (which can be the last).
 
 The search ends when every survivor's deletion alone was rejected against the final tree, so
 the result is **1-minimal over the units** for any predicate.
@@ -171,10 +173,10 @@ class Search(Generic[U]):
         add_fresh(take)
         slots -= len(fresh)
         grown = True
-        while slots > 0 and grown:  # finer splits of the pending groups
+        while slots > 0 and grown:  # finer splits (up to every unit alone) of pending groups
             grown = False
             for g in groups:
-                if slots and splits[id(g)] + 1 < len(g.units):
+                if slots and splits[id(g)] < len(g.units):
                     splits[id(g)] += 1
                     slots -= 1
                     grown = True
@@ -192,10 +194,13 @@ class Search(Generic[U]):
                 ),
             )
         ] + fresh
-        if parts:
+        if any(len(part.units) > 1 for part in parts):
             return parts
-        stale = [i for i in self.order if self.needed.get(i) != digest]
-        return [Part([i]) for i in stale[:width]]
+        # The last round if no part is accepted: slots left idle re-check survivors known
+        # needed against an older tree (disjoint from every part; with one slot, only when
+        # nothing else is left).
+        stale = [i for i in self.order if self.needed.get(i, digest) != digest]
+        return parts + [Part([i]) for i in stale[: width - len(parts)]]
 
     def learn(
         self,
@@ -259,6 +264,8 @@ def split(group: Pending, tested: int, p: Sequence[float], most: int) -> list[Pa
     units = sorted(group.units, key=lambda i: p[i])
     if len(units) <= 1:
         return [Part(units, group)]
+    if tested >= len(units):  # spare slots: every unit alone, nothing left to infer
+        return [Part([i], group) for i in units]
     if tested == 1:
         size = min(-(-len(units) // 2), max(1, most), len(units) - 1)
         cut = tier_cut([p[i] for i in units], len(units) - 1)

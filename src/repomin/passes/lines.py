@@ -5,20 +5,33 @@ file's last line without a newline stays that way. The structure passes' syntax 
 in a Python or JSON file that currently parses, a candidate that does not parse is not proposed
 (it becomes a no-op and costs no run). With ``--jobs``, a search that a folded candidate cut
 short (the file is not what it searched any more) starts again on the new content.
+
+With one slot the files are searched one after another, each by its own search. With
+:data:`ACROSS_FILES` or more batch slots (``--jobs`` with a deterministic command) the files'
+searches run in lockstep (``passes.lockstep``): every round's batch takes candidates from
+every file that has work, so the slots are filled across files instead of working through a
+few lines of one file at a time, round after round. Each file keeps its own search (its own
+density), its priors, its syntax guard and its re-mapping after a fold; a file whose search
+was cut short is searched again on its new content.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import ClassVar
 
 from repomin.passes.base import Problem
-from repomin.passes.learning import SURVIVOR_PRIOR, learn_delete
-from repomin.passes.textedit import propose, syntax_guard, text_files
-from repomin.tree import Tree
+from repomin.passes.learning import SURVIVOR_PRIOR, BatchProblem, learn_delete
+from repomin.passes.lockstep import learn_together
+from repomin.passes.textedit import Guard, propose, syntax_guard, text_files
+from repomin.tree import Entry, Tree
 
 #: A search cut short by a folded candidate starts again on the new content at most this often.
 RESTARTS = 3
+
+#: With at least this many batch slots, the files' searches run in lockstep.
+ACROSS_FILES = 2
 
 
 class DeleteLines:
@@ -29,7 +42,15 @@ class DeleteLines:
         self.survived: set[tuple[str, bytes]] = set()
 
     def run(self, problem: Problem) -> None:
-        for path in text_files(problem):
+        paths = text_files(problem)
+        wide = isinstance(problem, BatchProblem) and problem.batch_width >= ACROSS_FILES
+        if wide and len(paths) > 1:
+            for _ in range(RESTARTS + 1):  # again for the files a folded candidate cut short
+                paths = self._search_files(problem, [p for p in paths if p in problem.current])
+                if not paths:
+                    break
+            return
+        for path in paths:
             for _ in range(RESTARTS + 1):
                 if path not in problem.current or not self._search(problem, path):
                     break
@@ -45,17 +66,9 @@ class DeleteLines:
             return propose(problem, path, b"".join(line for _, line in remaining), guard)
 
         def describe(chunk: Sequence[tuple[int, bytes]]) -> str:
-            numbers = sorted(i + 1 for i, _ in chunk)
-            first, last = numbers[0], numbers[-1]
-            where = f"line {first}" if first == last else f"lines {first}-{last}"
-            if len(numbers) != last - first + 1:
-                where = f"{len(numbers)} of {where}"
-            return f"delete {where} of {path}"
+            return f"delete {where(sorted(i + 1 for i, _ in chunk))} of {path}"
 
-        base = 1.0 / max(1, len(numbered))
-        priors = [
-            SURVIVOR_PRIOR if (path, line) in self.survived else base for _, line in numbered
-        ]
+        priors = self._priors(path, [line for _, line in numbered])
         cut_short = False
 
         def sync(kept: Sequence[tuple[int, bytes]]) -> list[bool] | None:
@@ -70,6 +83,73 @@ class DeleteLines:
             self.survived.update((path, line) for _, line in kept)
         return cut_short
 
+    def _priors(self, path: str, lines: Sequence[bytes]) -> list[float]:
+        base = 1.0 / max(1, len(lines))
+        return [SURVIVOR_PRIOR if (path, line) in self.survived else base for line in lines]
+
+    def _search_files(self, problem: Problem, paths: Sequence[str]) -> list[str]:
+        """The searches of every file of ``paths`` in lockstep (``passes.lockstep``: one
+        batch fills the slots across files); returns the files whose search a folded
+        candidate cut short (the caller searches them again)."""
+        start = problem.current
+        guards = [syntax_guard(path, start[path].data) for path in paths]
+        members: list[tuple[list[tuple[int, bytes]], list[float]]] = []
+        for path in paths:
+            lines = start[path].data.splitlines(keepends=True)
+            members.append((list(enumerate(lines)), self._priors(path, lines)))
+
+        def build(remaining: Sequence[Sequence[tuple[int, bytes]] | None]) -> Tree:
+            return rebuild(problem.current, paths, remaining, guards)
+
+        def describe(k: int, chunk: Sequence[tuple[int, bytes]]) -> str:
+            return f"delete {where(sorted(i + 1 for i, _ in chunk))} of {paths[k]}"
+
+        def version(tree: Tree, k: int) -> str:
+            entry = tree.entries.get(paths[k])
+            return "" if entry is None else hashlib.blake2b(entry.data, digest_size=16).hexdigest()
+
+        def sync(k: int, kept: Sequence[tuple[int, bytes]]) -> list[bool] | None:
+            entry = problem.current.entries.get(paths[k])
+            if entry is None:
+                return [False] * len(kept)
+            return still_there([line for _, line in kept], entry.data)
+
+        results = learn_together(problem, self.name, members, build, describe, version, sync)
+        for path, kept in zip(paths, results, strict=True):
+            if kept is not None:  # survivors of a search cut short were not all tested
+                self.survived.update((path, line) for _, line in kept)
+        return [path for path, kept in zip(paths, results, strict=True) if kept is None]
+
+
+def where(numbers: Sequence[int]) -> str:
+    """``line 3`` / ``lines 3-9`` / ``2 of lines 3-9`` for sorted line numbers (from 1)."""
+    first, last = numbers[0], numbers[-1]
+    text = f"line {first}" if first == last else f"lines {first}-{last}"
+    return text if len(numbers) == last - first + 1 else f"{len(numbers)} of {text}"
+
+
+def rebuild(
+    current: Tree,
+    paths: Sequence[str],
+    remaining: Sequence[Sequence[tuple[int, bytes]] | None],
+    guards: Sequence[Guard],
+) -> Tree:
+    """``current`` with each of ``paths`` holding exactly its ``remaining`` lines (None: as it
+    is), or ``current`` itself when a changed file fails its syntax guard (a no-op, as in one
+    file's search)."""
+    changes: dict[str, Entry | None] = {}
+    for path, lines, guard in zip(paths, remaining, guards, strict=True):
+        entry = current.entries.get(path)
+        if lines is None or entry is None:
+            continue
+        data = b"".join(line for _, line in lines)
+        if data == entry.data:
+            continue
+        if not guard(data):
+            return current
+        changes[path] = entry.with_data(data)
+    return current.with_changes(changes) if changes else current
+
 
 def still_there(kept: Sequence[bytes], data: bytes) -> list[bool] | None:
     """Which of the ``kept`` lines ``data`` still has, when ``data`` is ``kept`` with some lines
@@ -82,4 +162,3 @@ def still_there(kept: Sequence[bytes], data: bytes) -> list[bool] | None:
         mask.append(hit)
         i += hit
     return mask if i == len(lines) else None
-
