@@ -256,3 +256,14 @@ def test_a_small_residue_goes_through_the_files_search_before_contents() -> None
     ordered.run(problem)
     assert set(problem.current.entries) == {"main.txt", "deep.txt"}
     assert not any(path.startswith("unused") for path, *_ in ordered.log)
+
+
+def test_the_view_forwards_only_what_it_names() -> None:
+    # A blanket forward would let a future Problem method decide candidates past the budget.
+    problem = PredicateProblem(text_tree({"a.txt": "x\n"}), lambda _t: True)
+    view = focus(problem, "a.txt", budget=1)
+    assert view.batch_width == 1
+    assert view.ledger is None and view.oracle is None
+    assert problem.accepted == []  # the problem has it; the view does not hand it on
+    with pytest.raises(AttributeError):
+        view.accepted  # noqa: B018

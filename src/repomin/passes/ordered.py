@@ -109,8 +109,21 @@ class View:
                 return  # only what was handed on was tried: the search stays consistent
             yield item
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._problem, name)
+    # Read-only forwards of what passes and the learning search read from a problem (named,
+    # not a blanket ``__getattr__``: a future Problem method that decides candidates must be
+    # added here, with the budget check, or it is absent from the view).
+    @property
+    def batch_width(self) -> int:
+        width: int = getattr(self._problem, "batch_width", 1)
+        return width
+
+    @property
+    def oracle(self) -> Any:
+        return getattr(self._problem, "oracle", None)
+
+    @property
+    def ledger(self) -> Any:
+        return getattr(self._problem, "ledger", None)
 
 
 def focus(problem: Problem, path: str, budget: int | None = None) -> View:
