@@ -50,6 +50,7 @@ from pathlib import Path
 from repomin.runners.base import TRACE_SAMPLE_ID, Outcome, Runner, RunRequest
 from repomin.runners.sandbox import reap_stale
 from repomin.tree import Tree
+from repomin.v8coverage import COVERAGE_DIR, FileCoverage, read_coverage
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,8 @@ class TraceResult:
     #: The paths of ``opened`` in the order the run first named them (strace: log order, so
     #: entry points come before what they load); empty when the method gives no order.
     order: tuple[str, ...] = ()
+    #: Node's V8 coverage of the run's files (``repomin.v8coverage``; host log only), or None.
+    coverage: Mapping[str, FileCoverage] | None = None
 
     @property
     def usable(self) -> bool:
@@ -98,11 +101,14 @@ def wrapper_script(command: str, sink: str | None, token: str, methods: Sequence
         else "false"
     )
     atime = "true" if "atime" in methods else "false"
+    cover = "" if not sink else (  # Node's coverage, outside the tree (repomin.v8coverage)
+        f'[ -n "${{NODE_V8_COVERAGE+x}}" ] || export NODE_V8_COVERAGE="$__rm_d/{COVERAGE_DIR}"\n'
+    )
     script = f"""
 __rm_d={directory}
 mkdir -p "$__rm_d" || exit 125
 pwd > "$__rm_d/root"; pwd -P >> "$__rm_d/root"
-if {strace}; then
+{cover}if {strace}; then
   echo strace > "$__rm_d/method"
   strace -f -qq -y -s 4096 -e trace=%file,fchdir -e signal=none -o "$__rm_d/log" \\
     /bin/sh -c {quoted}
@@ -173,6 +179,7 @@ def trace_opened_files(
         TRACE_SAMPLE_ID,
     )
     started = time.monotonic()
+    coverage: dict[str, FileCoverage] | None = None
     try:
         try:
             outcome = runner.run(tree, request)
@@ -184,6 +191,8 @@ def trace_opened_files(
             files, stderr, lost = _in_band(outcome.stderr, token)
         else:
             files, stderr, lost = _read_sink(Path(sink)), outcome.stderr, "no trace log was written"
+            roots = _roots(files, outcome.workdir)
+            coverage = read_coverage(Path(sink) / COVERAGE_DIR, roots, tree)
     finally:
         if sink is not None:
             shutil.rmtree(sink, ignore_errors=True)
@@ -204,9 +213,8 @@ def trace_opened_files(
     def result(
         method: str, opened: frozenset[str] | None, reason: str, order: Sequence[str] = ()
     ) -> TraceResult:
-        return TraceResult(
-            method, opened, reason, duration, outcome.exit_code, reproduced, reached, tuple(order)
-        )
+        found = (method, opened, reason, duration, outcome.exit_code, reproduced, reached)
+        return TraceResult(*found, tuple(order), coverage)
 
     if outcome.infrastructure_error is not None:
         return result("unavailable", None, f"backend error: {outcome.infrastructure_error}")
@@ -215,9 +223,7 @@ def trace_opened_files(
     if files is None or "method" not in files:
         return result("unavailable", None, lost)
     method = files.get("method", b"").strip().decode("ascii", "replace")
-    roots = [r for r in files.get("root", b"").decode("utf-8", "surrogateescape").splitlines()]
-    roots += [outcome.workdir] if outcome.workdir else []
-    roots = [os.path.normpath(r) for r in roots if r.startswith("/")]
+    roots = _roots(files, outcome.workdir)
     if method == "none" or method not in ("strace", "atime"):
         why = "neither strace nor access times are available in the sample's environment"
         return result("unavailable", None, why)
@@ -235,6 +241,13 @@ def trace_opened_files(
         f"{method}: the command touched {len(_in_tree(opened, tree))} of {tree.file_count} files"
     )
     return result(method, frozenset(opened), reason, order)
+
+
+def _roots(files: Mapping[str, bytes] | None, workdir: str | None) -> list[str]:
+    """The sample's working directory as the traced run saw it (logical, physical, runner's)."""
+    roots = (files or {}).get("root", b"").decode("utf-8", "surrogateescape").splitlines()
+    roots += [workdir] if workdir else []
+    return [os.path.normpath(r) for r in roots if r.startswith("/")]
 
 
 def _read_sink(sink: Path) -> dict[str, bytes]:

@@ -11,6 +11,7 @@ from repomin.passes.base import Pass, Problem
 from repomin.passes.blocks import DeleteBlocks
 from repomin.passes.brackets import DeleteBrackets
 from repomin.passes.files import DeleteFiles
+from repomin.passes.jscov import CoverageCut
 from repomin.passes.lines import DeleteLines
 from repomin.passes.normalise import Normalise
 from repomin.passes.ordered import TraceOrder
@@ -25,6 +26,7 @@ from repomin.passes.trace import TraceCut
 REGISTRY: dict[str, type[Pass]] = {
     TraceCut.name: TraceCut,
     RefsCut.name: RefsCut,
+    CoverageCut.name: CoverageCut,
     TraceOrder.name: TraceOrder,
     DeleteFiles.name: DeleteFiles,
     Normalise.name: Normalise,
@@ -38,9 +40,11 @@ REGISTRY: dict[str, type[Pass]] = {
     SemanticReduce.name: SemanticReduce,
 }
 
-#: The default schedule: the trace cut and the reference cut, comment stripping over every file
-#: at once, then ``ordered`` (the content passes file by file in the traced run's first-open
-#: order, each changed file followed by the cuts: entry points shrink first, so whole loaded
+#: The default schedule: the trace cut and the reference cut, emptying the JavaScript bodies
+#: the traced run never executed (``coverage``: before ``normalise``, which would make the
+#: coverage of every file it edits stale), comment stripping over every file at once, then
+#: ``ordered`` (the content passes file by file in the traced run's first-open order, each
+#: changed file followed by the cuts: entry points shrink first, so whole loaded
 #: subtrees fall out), then cheap, high-yield passes first; structure before lines (a valid
 #: structural deletion replaces many line candidates). The stand-alone content passes skip the
 #: files ``ordered`` finished in the same round. ``semantic`` is added after ``files`` only with
@@ -48,6 +52,7 @@ REGISTRY: dict[str, type[Pass]] = {
 DEFAULT_SCHEDULE: tuple[str, ...] = (
     "trace",
     "refs",
+    "coverage",
     "normalise",
     "ordered",
     "files",

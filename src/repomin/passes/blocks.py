@@ -7,7 +7,8 @@ with the learning deletion search (``passes.learning``), then the children of ea
 block, bottom-up (the block starting last is processed first, so edits never move a block
 still waiting in the queue). JSON candidates pass
 the syntax guard first. Python files that compile are left to the ``python`` pass (which deletes
-the same blocks, validly); fits YAML, Makefiles, nested configs, outlines, other languages.
+the same blocks, validly), and JavaScript that lexes to ``brackets``; fits YAML, Makefiles,
+nested configs, outlines, other languages.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from repomin.passes.base import Problem
+from repomin.passes.jslex import is_js, lex
 from repomin.passes.learning import learn_delete
 from repomin.passes.textedit import (
     Guard,
@@ -175,7 +177,10 @@ def _still_there(
 
 
 def _not_compiling_python(path: str, data: bytes) -> bool:
-    """Python that compiles is the ``python`` pass's: it deletes the same blocks, validly."""
+    """Python that compiles is the ``python`` pass's: it deletes the same blocks, validly;
+    JavaScript that lexes is the ``brackets`` pass's (statements, members, bodies)."""
+    if is_js(path) and lex(data) is not None:
+        return False
     return not (is_python(path, data) and compiles(data, path))
 
 

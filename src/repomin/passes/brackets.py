@@ -15,7 +15,11 @@ Containers are reduced with ddmin, the file first, then the surviving blocks bot
 edit never moves a container still waiting). Deleting every element of a block is the first
 candidate at each level, i.e. "delete the block's contents". Finally the contents of each
 ``(...)`` (argument and parameter lists, not conditions) are tried empty, outermost first.
-Leading comments travel with the element they precede. JSON candidates must parse.
+Leading comments travel with the element they precede. JSON candidates must parse. The
+elements are :mod:`repomin.passes.elements`'s. JavaScript files are lexed by
+:mod:`repomin.passes.jslex` (regular expression and template literals) and reduced by the
+JavaScript search (:mod:`repomin.passes.jsunits`: statements and members, then bodies, with the
+learning search) instead of the ddmin over containers.
 """
 
 from __future__ import annotations
@@ -23,10 +27,13 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import ClassVar
 
+from repomin.passes import jslex
 from repomin.passes.base import Problem, ddmin_delete
+from repomin.passes.elements import Element, elements, mode_of, top_level
+from repomin.passes.jslex import Lexed
+from repomin.passes.jsunits import JsSearch
 from repomin.passes.textedit import (
     JSON_SUFFIXES,
     Guard,
@@ -53,24 +60,19 @@ DIRECTIVE_SUFFIXES = (
 
 #: Above this size the quadratic re-lexing is not worth it; the ``lines`` pass still applies.
 MAX_BYTES = 512 * 1024
+#: JavaScript files get the parentheses step only up to this size (one run per pair: on a
+#: large file that is hundreds of runs for a few bytes each).
+JS_PARENS = 4096
 
 _OPEN = {ord("("): ord(")"), ord("["): ord("]"), ord("{"): ord("}")}
 _CLOSE = {v: k for k, v in _OPEN.items()}
-_SPACE = frozenset(b" \t\r\n\f\v")
 _CONTROL = re.compile(rb"(?:\b(?:if|while|for|switch|catch|foreach|elif|until|with)\s*|@)$")
-
-
-@dataclass(slots=True)
-class Lexed:
-    """Bracket pairs and opaque spans (strings, comments) of one file version."""
-
-    pairs: dict[int, int] = field(default_factory=dict)
-    opaque: dict[int, int] = field(default_factory=dict)  # start -> end (exclusive)
-    comments: list[tuple[int, int]] = field(default_factory=list)
 
 
 def lex(data: bytes, path: str) -> Lexed | None:
     """Find bracket pairs outside strings and comments; None when they do not balance."""
+    if jslex.is_js(path):
+        return jslex.lex(data)
     json = path.endswith(JSON_SUFFIXES)
     css = path.endswith((".css", ".scss", ".less"))
     rust = path.endswith(".rs")
@@ -136,148 +138,14 @@ def _string_end(data: bytes, i: int, *, multiline: bool, char_only: bool) -> int
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class Element:
-    """Bytes ``[start, end)`` to delete for one element, and its first line (1-based)."""
-
-    start: int
-    end: int
-    line: int
-
-
-@dataclass(frozen=True, slots=True)
-class _Raw:
-    start: int
-    end: int
-    sep: int | None
-
-
-def _mode(data: bytes, lexed: Lexed, lo: int, hi: int, opener: int | None, json: bool) -> str:
-    if json or opener == ord("["):
-        return ","
-    if opener is None:
-        return ";"
-    semis = commas = 0
-    for i in _top_level(data, lexed, lo, hi):
-        semis += data[i] == ord(";")
-        commas += data[i] == ord(",")
-    return ";" if semis or not commas else ","
-
-
-def _top_level(data: bytes, lexed: Lexed, lo: int, hi: int) -> Iterable[int]:
-    """Positions in ``[lo, hi)`` at the container's own level (nested pairs and opaque skipped;
-    opening brackets and the starts of opaque spans are yielded)."""
-    i = lo
-    while i < hi:
-        yield i
-        if i in lexed.opaque:
-            i = lexed.opaque[i]
-        elif i in lexed.pairs:
-            i = lexed.pairs[i] + 1
-        else:
-            i += 1
-
-
-def elements(
-    data: bytes, lexed: Lexed, lo: int, hi: int, mode: str, directives: bool
-) -> list[Element]:
-    """The deletable elements of the container ``[lo, hi)`` (see the module docstring)."""
-    raw: list[_Raw] = []
-    start: int | None = None
-    last = lo  # end of the last non-space byte of the current element
-    newlines = 0
-    i = lo
-    while i < hi:
-        if i in lexed.opaque:
-            start = i if start is None else start
-            i = last = lexed.opaque[i]
-            newlines = 0
-            continue
-        c = data[i]
-        if c in _SPACE:
-            newlines += c == ord("\n")
-            if newlines >= 2 and start is not None and mode == ";":
-                raw.append(_Raw(start, last, None))
-                start = None
-            i += 1
-            continue
-        newlines = 0
-        if start is None:
-            start = i
-            end = _directive_end(data, lexed, i, hi) if directives and mode == ";" else None
-            if end is not None:
-                raw.append(_Raw(i, end, None))
-                start = None
-                i = last = end
-                continue
-        if i in lexed.pairs:
-            close = lexed.pairs[i]
-            i = last = close + 1
-            if mode == ";" and c == ord("{"):
-                after = _skip_space(data, last, hi)
-                if after < hi and data[after] == ord(";"):
-                    i = last = after + 1
-                raw.append(_Raw(start, last, None))
-                start = None
-            continue
-        last = i + 1
-        if (mode == ";" and c == ord(";")) or (mode == "," and c == ord(",")):
-            raw.append(_Raw(start, i + 1, i))
-            start = None
-        i += 1
-    if start is not None:
-        raw.append(_Raw(start, last, None))
-    return _expand(data, raw, mode)
-
-
-def _directive_end(data: bytes, lexed: Lexed, i: int, hi: int) -> int | None:
-    """End of the preprocessor line starting at ``i`` (continuations included, newline
-    excluded), or None when ``i`` does not start one or a bracket opened in it closes later."""
-    if data[i] != ord("#") or data[data.rfind(b"\n", 0, i) + 1 : i].strip():
-        return None
-    j = i
-    while True:
-        nl = data.find(b"\n", j, hi)
-        end = hi if nl < 0 else nl
-        if nl >= 0 and data[j:nl].rstrip(b"\r").endswith(b"\\"):
-            j = nl + 1
-            continue
-        break
-    if any(i <= o < end < c for o, c in lexed.pairs.items()):
-        return None
-    return end
-
-
-def _skip_space(data: bytes, i: int, hi: int) -> int:
-    while i < hi and data[i] in _SPACE:
-        i += 1
-    return i
-
-
-def _expand(data: bytes, raw: Sequence[_Raw], mode: str) -> list[Element]:
-    """Grow element spans to whole lines where they own them; a trailing list element without
-    its own comma takes the previous comma."""
-    out: list[Element] = []
-    for k, r in enumerate(raw):
-        start, end = r.start, r.end
-        line_start = data.rfind(b"\n", 0, start) + 1
-        nl = data.find(b"\n", end)
-        line_end = len(data) if nl < 0 else nl + 1
-        own_start = not data[line_start:start].strip()
-        own_end = not data[end:line_end].strip()
-        previous_sep = raw[k - 1].sep if k > 0 else None
-        if mode == "," and r.sep is None and previous_sep is not None:
-            start = previous_sep  # the line break after the element stays
-        elif own_start and own_end:
-            start, end = line_start, line_end
-        out.append(Element(start, end, data.count(b"\n", 0, r.start) + 1))
-    return out
-
-
 class DeleteBrackets:
     """The ``brackets`` pass (see the module docstring)."""
 
     name: ClassVar[str] = "brackets"
+
+    def __init__(self) -> None:
+        #: JavaScript units (by path and text) that survived an earlier search.
+        self.survived: set[tuple[str, bytes]] = set()
 
     def run(self, problem: Problem) -> None:
         def eligible(path: str, data: bytes) -> bool:
@@ -288,6 +156,12 @@ class DeleteBrackets:
             if entry is None or lex(entry.data, path) is None:
                 continue
             guard = syntax_guard(path, entry.data)
+            if jslex.is_js(path):
+                JsSearch(self.name, self.survived).run(problem, path, guard)
+                small = path in problem.current and problem.current[path].size <= JS_PARENS
+                if small:
+                    self._parentheses(problem, path, guard)
+                continue
             self._containers(problem, path, guard)
             self._parentheses(problem, path, guard)
 
@@ -305,7 +179,7 @@ class DeleteBrackets:
                 continue
             lexed, lo, hi = found
             opener = None if opener_at < 0 else entry.data[opener_at]
-            mode = _mode(entry.data, lexed, lo, hi, opener, json)
+            mode = mode_of(entry.data, lexed, lo, hi, opener, json)
             units = elements(entry.data, lexed, lo, hi, mode, directives)
             if units:
                 self._ddmin(problem, path, entry.data, units, guard)
@@ -316,7 +190,7 @@ class DeleteBrackets:
                 lexed, lo, hi = found
             else:
                 data = entry.data
-            for i in _top_level(data, lexed, lo, hi):
+            for i in top_level(data, lexed, lo, hi):
                 if i in lexed.pairs and data[i] in b"{[":
                     heapq.heappush(pending, (-i, i))
 

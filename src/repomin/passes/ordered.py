@@ -39,7 +39,7 @@ from repomin.passes.hints import SearchHints
 from repomin.tree import Entry, Tree
 
 #: The content passes the ordered pass runs per file, in this order (when scheduled).
-CONTENT: tuple[str, ...] = ("python", "blocks", "brackets", "lines")
+CONTENT: tuple[str, ...] = ("coverage", "python", "blocks", "brackets", "lines")
 #: Oracle runs a file may use in the first sweep of a round; every further sweep (over the
 #: files a budget cut short) gives four times as many. A large leaf (a 1,600-line lexer) must
 #: not hold up the files after it in the load chain, whose edits cut whole subtrees.

@@ -4,8 +4,9 @@ A structure-aware pass maps a file to units with byte spans; a candidate is the 
 spans cut out or replaced. The *syntax guard* keeps candidates that no longer parse away from
 the oracle: a cheap check (``compile`` for Python, ``json.loads`` for JSON) that applies only
 when the incumbent version of the file itself parses, so a failure that *is* a syntax error
-stays reducible. A guarded-out candidate is proposed as the incumbent itself, which the driver
-counts as a ``no_op`` (it costs no oracle run).
+stays reducible (JavaScript: the file must still lex, ``passes.jslex``: brackets balance,
+strings, comments and templates end). A guarded-out candidate is proposed as the incumbent
+itself, which the driver counts as a ``no_op`` (it costs no oracle run).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 
+from repomin.passes import jslex
 from repomin.passes.base import Problem
 from repomin.tree import Tree
 
@@ -106,6 +108,8 @@ def syntax_guard(path: str, data: bytes) -> Guard:
         return lambda candidate: compiles(candidate, path)
     if path.endswith(JSON_SUFFIXES) and parses_as_json(data):
         return parses_as_json
+    if jslex.is_js(path) and jslex.lex(data) is not None:
+        return lambda candidate: jslex.lex(candidate) is not None  # balanced, terminated
     return _always
 
 

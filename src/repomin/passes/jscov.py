@@ -1,0 +1,152 @@
+"""The ``coverage`` pass: empty every JavaScript body the traced run never executed.
+
+The trace cut's analogue one level down: the traced run (``repomin.trace``) also collects
+Node's V8 coverage (``repomin.v8coverage``: function and block ranges with execution counts,
+precise for code that never ran). For every JavaScript file of the incumbent whose content is
+still the traced one, each maximal ``{...}`` pair inside a range that never ran -- the body of
+a function never called, a branch never taken, a ``catch`` never entered -- is a unit whose
+edit empties it (``{}``: an empty block, function body, object or class body is valid
+wherever the full one was). All units together are one candidate; if the oracle rejects it,
+the learning deletion search (``passes.learning``) splits them, so the result is 1-minimal
+over the units for any predicate (the oracle decides; the coverage only shapes proposals).
+
+Files with stale coverage (changed since the trace) are skipped: a later traced run (the
+re-traced cut, after content edits) renews the coverage. Only what the run executed under
+``node`` is covered; without Node, without a host trace log, or when the command set
+``NODE_V8_COVERAGE`` itself, there is no coverage and the pass does nothing. In the ``ordered``
+pass it runs on one file at a time (the others are protected).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from repomin.passes.base import Problem
+from repomin.passes.hints import SearchHints
+from repomin.passes.jslex import is_js, lex
+from repomin.passes.learning import SURVIVOR_PRIOR, learn_delete
+from repomin.passes.textedit import describe_spans, splice
+from repomin.tree import Entry, Tree
+from repomin.v8coverage import FileCoverage
+
+#: A unit: (path, start, end) -- the inside of a ``{...}`` pair, emptied by the edit.
+Unit = tuple[str, int, int]
+
+
+def never_run_bodies(data: bytes, never: Sequence[tuple[int, int, bool]]) -> list[tuple[int, int]]:
+    """The insides ``[open + 1, close)`` of the maximal non-empty ``{...}`` pairs that lie
+    within a never-run range of ``data`` (sorted, disjoint); none when ``data`` does not lex."""
+    lexed = lex(data)
+    if lexed is None:
+        return []
+    openers = sorted(o for o in lexed.pairs if data[o] == ord("{"))
+    found: set[tuple[int, int]] = set()
+    for start, end, _ in never:
+        k = bisect.bisect_left(openers, start)
+        while k < len(openers) and openers[k] < end:
+            o = openers[k]
+            c = lexed.pairs[o]
+            if c < end:
+                if data[o + 1 : c].strip():
+                    found.add((o + 1, c))
+                k = bisect.bisect_right(openers, c)
+            else:
+                k += 1
+    out: list[tuple[int, int]] = []
+    for span in sorted(found):  # keep the outermost of nested spans
+        if out and span[0] < out[-1][1]:
+            continue
+        out.append(span)
+    return out
+
+
+class CoverageCut:
+    """The ``coverage`` pass (see the module docstring)."""
+
+    name: ClassVar[str] = "coverage"
+
+    def __init__(self, hints: SearchHints | None = None) -> None:
+        self.hints = hints
+        #: Units (by path and the emptied text) that survived an earlier search.
+        self.survived: set[tuple[str, bytes]] = set()
+        #: The never-run bodies per path of the coverage they were computed from.
+        self._bodies: dict[str, list[tuple[int, int]]] = {}
+        self._coverage: Mapping[str, FileCoverage] | None = None
+
+    def run(self, problem: Problem) -> None:
+        trace = self.hints.trace if self.hints is not None else None
+        coverage = trace.coverage if trace is not None else None
+        if not coverage:
+            return
+        tree = problem.current
+        units = self._units(problem, tree, coverage)
+        if not units:
+            return
+        originals = {path: tree.entries[path] for path in {u[0] for u in units}}
+        texts = [originals[p].data[s:e] for p, s, e in units]
+
+        def build(remaining: Sequence[Unit]) -> Tree:
+            keep = set(remaining)
+            changes: dict[str, Entry | None] = {}
+            for path, entry in originals.items():
+                edits = [(s, e, b"") for p, s, e in units if p == path and (p, s, e) not in keep]
+                if edits:
+                    changes[path] = entry.with_data(splice(entry.data, edits))
+            return tree.with_changes(changes) if changes else tree
+
+        def describe(chunk: Sequence[Unit]) -> str:
+            paths = sorted({p for p, _, _ in chunk})
+            if len(paths) > 1:
+                return f"empty {len(chunk)} never-run bodies in {len(paths)} files"
+            data = originals[paths[0]].data
+            lines = [data.count(b"\n", 0, s) + 1 for _, s, _ in chunk]
+            return describe_spans("empty never-run bodies", paths[0], lines)
+
+        _event(problem, len(originals), len(units))
+        if problem.try_first(self.name, [(build([]), describe(units))]) == 0:
+            return
+        priors = [
+            SURVIVOR_PRIOR if (u[0], t) in self.survived else 1.0 / len(units)
+            for u, t in zip(units, texts, strict=True)
+        ]
+        kept = learn_delete(problem, self.name, units, build, describe, priors)
+        self.survived.update((u[0], originals[u[0]].data[u[1] : u[2]]) for u in kept)
+
+    def _units(
+        self, problem: Problem, tree: Tree, coverage: Mapping[str, FileCoverage]
+    ) -> list[Unit]:
+        if coverage is not self._coverage:
+            self._coverage, self._bodies = coverage, {}
+        units: list[Unit] = []
+        for path in sorted(coverage):
+            record = coverage[path]
+            entry = tree.entries.get(path)
+            if (
+                entry is None
+                or not entry.text
+                or not is_js(path)
+                or problem.protected(path)
+                or entry.data != record.data
+            ):
+                continue
+            if path not in self._bodies:
+                self._bodies[path] = never_run_bodies(record.data, record.never)
+            units += [(path, s, e) for s, e in self._bodies[path]]
+        return units
+
+
+def _event(problem: Problem, files: int, units: int) -> None:
+    ledger: Any = getattr(problem, "ledger", None)
+    if ledger is not None and callable(getattr(ledger, "event", None)):
+        ledger.event(
+            CoverageCut.name,
+            f"V8 coverage of the traced run: {units} never-run bodies in {files} files",
+            decision="info",
+            files=files,
+            units=units,
+        )
+
+
+__all__ = ["CoverageCut", "never_run_bodies"]

@@ -1,0 +1,199 @@
+"""The JavaScript search of the ``brackets`` pass: statements and members, then bodies.
+
+A JavaScript file (one that :mod:`repomin.passes.jslex` lexes) is reduced container by
+container, the file first, then the surviving ``{...}``/``[...]`` pairs bottom-up (the one that
+starts last first, so an edit never moves a container still waiting). Per container, two
+learning deletion searches (``passes.learning``; 1-minimal over their units for any predicate):
+
+1. **delete elements** -- the statements of the file or of a block, the members of an object
+   literal (``name: function () {...},``), the elements of an array (``passes.elements``); a
+   statement continued by ``else``, ``catch``, ``finally`` (or a ``do`` block by its
+   ``while``) is one element with it;
+2. **empty bodies** -- every ``{...}`` pair an element holds at its own level or inside its
+   parentheses (function and method bodies, branches, object literals, class bodies, the
+   function passed to a call or wrapped in ``(...)``) becomes ``{}``: a method that is called
+   but whose work is not needed keeps its name and loses its body, where deleting it would
+   break the call.
+
+Then the pairs left non-empty are the next containers. Units that survived an earlier search
+of the same file (by their text) get the survivor prior (tested alone first). Candidates pass
+the JavaScript syntax guard (``textedit.syntax_guard``: the file must still lex).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from repomin.passes.base import Problem
+from repomin.passes.elements import Element, elements, mode_of, top_level
+from repomin.passes.jslex import Lexed, lex
+from repomin.passes.learning import SURVIVOR_PRIOR, learn_delete
+from repomin.passes.textedit import Guard, describe_spans, propose, splice
+from repomin.tree import Tree
+
+#: Words that continue the statement before them (merged into the element before).
+_CONTINUE = (b"else", b"catch", b"finally")
+#: A search cut short by an edit it cannot map starts its container again at most this often.
+RESTARTS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """Replace bytes ``[start, end)`` with ``text``; ``line``: 1-based, for descriptions."""
+
+    start: int
+    end: int
+    line: int
+    text: bytes = b""
+
+
+def statements(data: bytes, lexed: Lexed, lo: int, hi: int, opener: int | None) -> list[Element]:
+    """The elements of the container ``[lo, hi)``, with continued statements merged."""
+    mode = mode_of(data, lexed, lo, hi, opener, False)
+    out: list[Element] = []
+    for unit in elements(data, lexed, lo, hi, mode, False):
+        head = data[unit.start : unit.end].lstrip()
+        continued = any(
+            head.startswith(w) and not head[len(w) : len(w) + 1].isalnum() for w in _CONTINUE
+        )
+        after_do = (
+            head.startswith(b"while")
+            and out
+            and data[out[-1].start : out[-1].end].lstrip().startswith(b"do")
+        )
+        if out and mode == ";" and (continued or after_do):
+            out[-1] = Element(out[-1].start, unit.end, out[-1].line)
+        else:
+            out.append(unit)
+    return out
+
+
+def bodies(data: bytes, lexed: Lexed, lo: int, hi: int) -> Iterator[int]:
+    """Openers of the ``{``/``[`` pairs at the level of ``[lo, hi)``, looking through ``(...)``."""
+    for i in top_level(data, lexed, lo, hi):
+        if i in lexed.pairs and data[i] in b"{[":
+            yield i
+        elif i in lexed.pairs and data[i] == ord("("):
+            yield from bodies(data, lexed, i + 1, lexed.pairs[i])
+
+
+def container(data: bytes, opener: int) -> tuple[Lexed, int, int] | None:
+    """The lexed file and the inside of the pair at ``opener`` (``-1``: the whole file)."""
+    lexed = lex(data)
+    if lexed is None:
+        return None
+    if opener < 0:
+        return lexed, 0, len(data)
+    close = lexed.pairs.get(opener)
+    return None if close is None else (lexed, opener + 1, close)
+
+
+class JsSearch:
+    """The search over one file (see the module docstring); ``survived`` is kept across runs."""
+
+    def __init__(self, phase: str, survived: set[tuple[str, bytes]]) -> None:
+        self.phase = phase
+        self.survived = survived
+
+    def run(self, problem: Problem, path: str, guard: Guard) -> None:
+        pending: list[tuple[int, int]] = [(1, -1)]
+        restarts = 0
+        while pending:
+            _, opener = heapq.heappop(pending)
+            for step in (self._delete, self._empty):
+                entry = problem.current.entries.get(path)
+                found = None if entry is None else container(entry.data, opener)
+                if entry is None or found is None:
+                    break
+                if step(problem, path, entry.data, opener, found, guard) and restarts < RESTARTS:
+                    restarts += 1
+                    heapq.heappush(pending, (-opener, opener) if opener >= 0 else (1, -1))
+                    break
+            else:
+                entry = problem.current.entries.get(path)
+                found = None if entry is None else container(entry.data, opener)
+                if entry is not None and found is not None:
+                    lexed, lo, hi = found
+                    for child in bodies(entry.data, lexed, lo, hi):
+                        if entry.data[child + 1 : lexed.pairs[child]].strip():
+                            heapq.heappush(pending, (-child, child))
+            if path not in problem.current:
+                return
+
+    def _delete(
+        self,
+        problem: Problem,
+        path: str,
+        data: bytes,
+        opener: int,
+        found: tuple[Lexed, int, int],
+        guard: Guard,
+    ) -> bool:
+        lexed, lo, hi = found
+        units = statements(data, lexed, lo, hi, None if opener < 0 else data[opener])
+        edits = [Edit(u.start, u.end, u.line) for u in units]
+        return self._search(problem, path, data, edits, guard, "delete elements")
+
+    def _empty(
+        self,
+        problem: Problem,
+        path: str,
+        data: bytes,
+        opener: int,
+        found: tuple[Lexed, int, int],
+        guard: Guard,
+    ) -> bool:
+        lexed, lo, hi = found
+        edits = [
+            Edit(o + 1, lexed.pairs[o], data.count(b"\n", 0, o) + 1)
+            for o in bodies(data, lexed, lo, hi)
+            if data[o] == ord("{") and data[o + 1 : lexed.pairs[o]].strip()
+        ]
+        return self._search(problem, path, data, edits, guard, "empty bodies")
+
+    def _search(
+        self,
+        problem: Problem,
+        path: str,
+        data: bytes,
+        edits: list[Edit],
+        guard: Guard,
+        kind: str,
+    ) -> bool:
+        """One learning search over ``edits``; True when an edit it cannot map onto its units
+        was folded into the file (``--jobs``): the caller starts the container again."""
+        if not edits:
+            return False
+
+        def text(remaining: Sequence[Edit]) -> bytes:
+            keep = set(remaining)
+            return splice(data, [(e.start, e.end, e.text) for e in edits if e not in keep])
+
+        def build(remaining: Sequence[Edit]) -> Tree:
+            return propose(problem, path, text(remaining), guard)
+
+        def describe(chunk: Sequence[Edit]) -> str:
+            return describe_spans(kind, path, [e.line for e in chunk])
+
+        cut_short = False
+
+        def sync(kept: Sequence[Edit]) -> list[bool] | None:
+            nonlocal cut_short
+            entry = problem.current.entries.get(path)
+            cut_short = entry is not None and entry.data != text(kept)
+            return None if entry is None or cut_short else [True] * len(kept)
+
+        base = 1.0 / len(edits)
+        priors = [
+            SURVIVOR_PRIOR if (path, data[e.start : e.end]) in self.survived else base
+            for e in edits
+        ]
+        kept = learn_delete(problem, self.phase, edits, build, describe, priors, sync=sync)
+        if not cut_short:
+            self.survived.update((path, data[e.start : e.end]) for e in kept)
+        return cut_short
+
+
+__all__ = ["Edit", "JsSearch", "bodies", "container", "statements"]
