@@ -33,6 +33,7 @@ from repomin.passes import REGISTRY, Pass
 from repomin.passes.hints import SearchHints, attach
 from repomin.passes.ordered import wrap_unsettled
 from repomin.passes.refs import RefsCut
+from repomin.passes.restart import bind_restart
 from repomin.passes.semantic import SemanticReduce
 from repomin.passes.trace import TraceCut
 from repomin.progress import Progress
@@ -280,6 +281,7 @@ def _passes(
         instances["semantic"] = SemanticReduce(SemanticClient(options.semantic), context)
     attach(instances, hints)
     wrap_unsettled(instances)
+    bind_restart(instances)
     return instances
 
 

@@ -103,6 +103,14 @@ class Reduction:
         not decided)."""
         return fold_batch(self, phase, candidates, self._evaluator(phase), ahead, combine)
 
+    def probe(self, phase: str, tree: Tree) -> bool:
+        """Decide ``tree`` without adopting it (a scratch search: ``passes.restart``). Counted
+        as rejected, or as superseded when accepted (accepted, not adopted); the verdict is
+        cached, so proposing the tree through ``try_first`` afterwards costs no further run."""
+        verdict = self.oracle.evaluate(tree, phase, self._next_label(phase))
+        self.ledger.attempt(phase, "superseded" if verdict.accepted else "rejected")
+        return verdict.accepted
+
     def _evaluator(
         self, phase: str
     ) -> Callable[[tuple[int, Tree, str], threading.Event], Verdict | None]:

@@ -19,6 +19,7 @@ from repomin.passes.pairs import TwoPartEdits
 from repomin.passes.pyexpr import PythonExpressions
 from repomin.passes.python_ast import PythonReduce
 from repomin.passes.refs import RefsCut
+from repomin.passes.restart import Restart
 from repomin.passes.semantic import SemanticReduce
 from repomin.passes.tokens import DeleteTokens
 from repomin.passes.trace import TraceCut
@@ -36,6 +37,7 @@ REGISTRY: dict[str, type[Pass]] = {
     DeleteLines.name: DeleteLines,
     PythonExpressions.name: PythonExpressions,
     TwoPartEdits.name: TwoPartEdits,
+    Restart.name: Restart,
     DeleteTokens.name: DeleteTokens,
     SemanticReduce.name: SemanticReduce,
 }
@@ -66,6 +68,6 @@ DEFAULT_SCHEDULE: tuple[str, ...] = (
 
 #: Expensive passes the driver runs only in a round where every other pass made no progress
 #: (in schedule order; the first that makes progress gives the others another round).
-STALL_ONLY: frozenset[str] = frozenset({"pyexpr", "pairs", "tokens"})
+STALL_ONLY: frozenset[str] = frozenset({"pyexpr", "pairs", "tokens", "restart"})
 
 __all__ = ["DEFAULT_SCHEDULE", "REGISTRY", "STALL_ONLY", "Pass", "Problem"]
