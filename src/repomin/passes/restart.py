@@ -178,15 +178,16 @@ class Restart:
             if kept:  # what a restart of the file found: not restarted again for itself
                 self.tried.add((path, _sha(best.entries[path].data)))
         self.log.append((path, scratch.spent(), now.size, len(original), found, kept))
+        outcome = f"{now.size} -> {found} B" if best is not None else "no version reproduced"
         _event(
             problem,
             f"{path}: restarted from its original {len(original)} B, {scratch.spent()} oracle "
-            f"runs, {now.size} -> {found} B, " + ("kept" if kept else "not kept"),
+            f"runs, {outcome}, " + ("kept" if kept else "not kept"),
             path=path,
             runs_on_file=scratch.spent(),
             bytes_before=now.size,
             bytes_original=len(original),
-            bytes_found=found,
+            bytes_found=found if best is not None else None,
             kept=kept,
         )
 
