@@ -50,7 +50,7 @@ REGISTRY: dict[str, type[Pass]] = {
 #: subtrees fall out), then cheap, high-yield passes first; structure before lines (a valid
 #: structural deletion replaces many line candidates). The stand-alone content passes skip the
 #: files ``ordered`` finished in the same round. ``semantic`` is added after ``files`` only with
-#: ``--semantic-endpoint``. ``pairs`` is opt-in (``--passes``).
+#: ``--semantic-endpoint``. ``pairs`` and ``restart`` are opt-in (``--passes``).
 DEFAULT_SCHEDULE: tuple[str, ...] = (
     "trace",
     "refs",
