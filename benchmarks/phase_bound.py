@@ -2,7 +2,8 @@
 
 Runs ``repomin reduce`` in this process on each case (a fresh copy, no time cap) with every
 learning deletion search (``passes.learning.learn_delete``, as the ``files``, ``ordered``,
-``blocks`` and ``lines`` phases call it) wrapped to record its problem: ``N`` units proposed to
+``blocks``, ``lines``, ``python``, ``coverage`` and the JavaScript searches of ``brackets``
+call it) wrapped to record its problem: ``N`` units proposed to
 it, ``k`` survivors, and the candidates it proposed. Each search's bound is
 ``3 * k * log2(N / k)`` (``k >= 1``; a search whose survivors are all its units has nothing to
 find and is counted apart). Candidates proposed bound the oracle runs from above (cache hits
@@ -31,7 +32,10 @@ from cases import Case, all_cases
 
 import repomin.passes.blocks as blocks_module
 import repomin.passes.files as files_module
+import repomin.passes.jscov as jscov_module
+import repomin.passes.jsunits as jsunits_module
 import repomin.passes.lines as lines_module
+import repomin.passes.python_ast as python_module
 from repomin.cli.main import main as repomin_main
 from repomin.passes.learning import SearchStats, learn_delete
 
@@ -52,7 +56,14 @@ def instrument(records: list[Record]) -> None:
         return kept
 
     wrapped: Callable[..., Any] = recorded
-    for module in (files_module, lines_module, blocks_module):
+    for module in (
+        files_module,
+        lines_module,
+        blocks_module,
+        python_module,
+        jscov_module,
+        jsunits_module,
+    ):
         module.learn_delete = wrapped  # type: ignore[attr-defined]
 
 
