@@ -178,8 +178,15 @@ def run_sample(name: str, payload: bytes) -> dict[str, Any]:
     return _service(name).serve(pickle.loads(payload))
 
 
-def probe_worker(name: str) -> dict[str, Any]:
-    return _service(name).probe()
+async def probe_here(name: str, timeout: float, dask_worker: Any = None) -> dict[str, Any]:
+    """Run with ``Client.run`` (one round trip to every worker at once, not one task per
+    worker): the probe, in a thread (building a runner may block), within ``timeout``."""
+    import asyncio
+
+    service = dask_worker.plugins.get(name) if dask_worker is not None else None
+    if not isinstance(service, SampleService):
+        raise RuntimeError(f"worker plugin {name} is not registered on this worker")
+    return await asyncio.wait_for(asyncio.to_thread(service.probe), timeout)
 
 
 def kill_samples(name: str, dask_worker: Any = None) -> None:
