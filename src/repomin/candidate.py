@@ -1,7 +1,8 @@
 """One candidate's test on its stream of samples, under a flaky (non-single) policy.
 
-Owns the two ways a candidate is decided once the oracle has a :class:`SampleStream` of its
-runs (``docs/statistics.md`` §3):
+Owns the two ways a candidate is decided once the oracle has a stream of its runs
+(``parallel.Samples``: its own, or a lane sharing slots with other candidates; in submission
+order either way; ``docs/statistics.md`` §3, §3c):
 
 * :func:`screened_test` (``strict``): a screening super-run of up to R runs; a failed screen
   rejects and spends nothing; a passing one takes the next family index j and continues with
@@ -19,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from repomin import stats
-from repomin.parallel import SampleStream
+from repomin.parallel import Samples
 from repomin.policy import SamplingPolicy
 from repomin.verdict import Verdict
 
@@ -27,7 +28,7 @@ from repomin.verdict import Verdict
 Spend = Callable[[], tuple[int, float, stats.SequentialDesign]]
 
 
-def per_candidate_test(samples: SampleStream[bool], policy: SamplingPolicy) -> Verdict:
+def per_candidate_test(samples: Samples[bool], policy: SamplingPolicy) -> Verdict:
     """The unscreened exact design at the per-candidate level, screen included."""
     _, design = policy.design_for(0)
     passes = runs = 0
@@ -50,7 +51,7 @@ def per_candidate_test(samples: SampleStream[bool], policy: SamplingPolicy) -> V
     )
 
 
-def screened_test(samples: SampleStream[bool], policy: SamplingPolicy, spend: Spend) -> Verdict:
+def screened_test(samples: Samples[bool], policy: SamplingPolicy, spend: Spend) -> Verdict:
     """Screen-then-spend: the conditional exact test at ``α_j`` after a passing screen."""
     screened, screen = 0, False
     while not screen and screened < policy.screen_limit:

@@ -32,6 +32,7 @@ from repomin.budget import Budget, Cancelled, Guard, StopSearch
 from repomin.errors import BaselineError, InfrastructureError
 from repomin.failure.contract import FailureContract
 from repomin.incumbent import MAX_PROBES
+from repomin.lanes import Lane
 from repomin.parallel import SampleStream, map_samples
 from repomin.policy import SAMPLING_MODES, Sampling, SamplingConfig, SamplingPolicy
 from repomin.runners.base import Outcome, Runner, RunRequest
@@ -260,25 +261,27 @@ class Oracle:
         cancel: threading.Event | None = None,
         *,
         fresh: bool = False,
+        lane: Lane[bool] | None = None,
     ) -> Verdict:
-        """Decide one candidate (cache first unless ``fresh``). Raises Cancelled or StopSearch
-        mid-way. ``fresh`` re-decides a tree on new runs (backtracking re-tests)."""
+        """Decide one candidate (cache first unless ``fresh``: new runs); may raise Cancelled or
+        StopSearch. ``lane``: samples through slots shared with other candidates (lanes.py)."""
         hit = None if fresh else self._cache.get(tree.digest)
         if hit is not None:
             self._ledger.add_cache_hit(phase)
             return hit
         retest = tree.digest in self._cache
 
-        def run_one() -> bool:
+        def run_one(seq: int) -> bool:
             if cancel is not None and cancel.is_set():
                 raise Cancelled()
-            ok = self._contract.reproduces(self.sample(tree, label, phase=phase))
+            ok = self._contract.reproduces(self.sample(tree, f"{label}.{seq}", phase=phase))
             self._ledger.add_candidate_run(ok)
             return ok
 
         policy = self.policy
         started = time.monotonic()
-        with SampleStream(run_one, policy.sample_width(self._jobs)) as samples:
+        stream = lane.start(run_one) if lane is not None else None
+        with stream or SampleStream(run_one, policy.sample_width(self._jobs)) as samples:
             if policy.single:
                 ok = samples.next(1)
                 verdict = Verdict(ok, int(ok), 1, policy.mode, policy.confidence, "single-run")

@@ -13,10 +13,18 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Generic, TypeVar, cast
+from typing import Generic, Protocol, TypeVar, cast
 
 T = TypeVar("T")
 C = TypeVar("C")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Samples(Protocol[T_co]):
+    """One candidate's samples, handed out in submission order (:class:`SampleStream`, or a
+    ``lanes.Lane`` sharing slots with other candidates)."""
+
+    def next(self, ahead: int | None = None) -> T_co: ...
 
 
 def map_samples(fn: Callable[[int], T], n: int, jobs: int) -> list[T]:
@@ -153,7 +161,8 @@ def _cancel_rest(
 
 
 class SampleStream(Generic[T]):
-    """Results of repeated calls ``fn()``, up to ``width`` in flight, in submission order.
+    """Results of calls ``fn(0)``, ``fn(1)``, ... (the sample's sequence number), up to
+    ``width`` in flight, in submission order.
 
     Used for several samples of one candidate: the consumer decides after each result (in
     order, so a sequential test sees a fixed sequence) and closes the stream once decided; at
@@ -161,8 +170,9 @@ class SampleStream(Generic[T]):
     independent of the decision, so the test stays exact) but still counted as oracle runs.
     """
 
-    def __init__(self, fn: Callable[[], T], width: int) -> None:
+    def __init__(self, fn: Callable[[int], T], width: int) -> None:
         self._fn = fn
+        self._seq = 0
         self._width = max(1, width)
         self._pool = (
             ThreadPoolExecutor(max_workers=self._width, thread_name_prefix="repomin-s")
@@ -180,9 +190,11 @@ class SampleStream(Generic[T]):
     def next(self, ahead: int | None = None) -> T:
         """The next result; at most ``ahead`` (default ``width``) samples in flight for it."""
         if self._pool is None:
-            return self._fn()
+            self._seq += 1
+            return self._fn(self._seq - 1)
         while len(self._pending) < min(self._width, max(1, ahead or self._width)):
-            self._pending.append(self._pool.submit(self._fn))
+            self._pending.append(self._pool.submit(self._fn, self._seq))
+            self._seq += 1
         return self._pending.pop(0).result()
 
     def close(self) -> None:

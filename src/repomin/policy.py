@@ -283,8 +283,9 @@ class SamplingPolicy:
     # -- concurrency -------------------------------------------------------------------------
 
     def race_width(self, jobs: int) -> int:
-        """Candidates in flight: single-run candidates race; flaky ones go one at a time."""
-        return max(1, jobs) if self.single else 1
+        """Candidates in flight: single-run candidates race (or fold); flaky ones share the
+        ``jobs`` sample slots, earlier candidates first (``lanes.py``)."""
+        return max(1, jobs)
 
     def sample_width(self, jobs: int) -> int:
         """Samples of one candidate in flight (a flaky candidate needs many runs)."""

@@ -12,14 +12,24 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from repomin.accounting import Ledger
 from repomin.fold import fold_batch, fold_round
+from repomin.lanes import Lane, first_accepted_lanes
 from repomin.oracle import Cancelled, Oracle, StopSearch, Verdict
 from repomin.parallel import first_accepted
 from repomin.passes import REGISTRY, STALL_ONLY, Pass
 from repomin.passes.base import Combine, Speculate
 from repomin.tree import Tree
+
+
+class Evaluate(Protocol):
+    """How ``try_first`` decides one candidate (``lane``: the slots it shares, flaky races)."""
+
+    def __call__(
+        self, item: tuple[int, Tree, str], cancel: threading.Event, lane: Lane[bool] | None = None
+    ) -> Verdict | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +99,14 @@ class Reduction:
         a time, each with its samples in parallel."""
         return self.jobs if self.oracle.policy.single else 1
 
+    @property
+    def chain_width(self) -> int:
+        """Candidates of one ``try_first`` call a flaky command keeps in flight (their samples
+        share ``jobs`` slots, earlier candidates first: ``lanes.py``), so a search that
+        proposes one candidate at a time may hand ``try_first`` the proposals it would make
+        next if each before it were rejected; 1 for a deterministic command (it batches)."""
+        return 1 if self.oracle.policy.single else self.oracle.policy.race_width(self.jobs)
+
     def try_batch(
         self,
         phase: str,
@@ -111,13 +129,14 @@ class Reduction:
         self.ledger.attempt(phase, "superseded" if verdict.accepted else "rejected")
         return verdict.accepted
 
-    def _evaluator(
-        self, phase: str
-    ) -> Callable[[tuple[int, Tree, str], threading.Event], Verdict | None]:
-        def evaluate(item: tuple[int, Tree, str], cancel: threading.Event) -> Verdict | None:
+    def _evaluator(self, phase: str) -> Evaluate:
+        def evaluate(
+            item: tuple[int, Tree, str], cancel: threading.Event, lane: Lane[bool] | None = None
+        ) -> Verdict | None:
             _, tree, _ = item
+            label = self._next_label(phase)
             try:
-                return self.oracle.evaluate(tree, phase, self._next_label(phase), cancel)
+                return self.oracle.evaluate(tree, phase, label, cancel, lane=lane)
             except Cancelled:
                 return None
             except StopSearch:
@@ -141,18 +160,21 @@ class Reduction:
                 yield pos, tree, description
 
         evaluate = self._evaluator(phase)
-        # Concurrency stays at ``jobs`` processes: deterministic (single-run) candidates race
-        # in parallel; under a flaky policy one candidate's samples run in parallel instead
-        # (the oracle's sample width), since a candidate then needs many runs. With several
-        # slots and single runs, every compatible accepted candidate is folded (fold.py).
+        # Concurrency stays at ``jobs`` processes. With several slots and single runs, every
+        # compatible accepted candidate is folded (fold.py); under a flaky policy a candidate's
+        # samples run in parallel and the slots its sequential test leaves idle run samples of
+        # the next candidates (lanes.py); the first accepted in proposal order wins either way.
         if self.oracle.policy.single and self.jobs > 1:
             return fold_round(self, phase, live(), evaluate)
-        race = first_accepted(
-            live(),
-            evaluate,
-            lambda v: v is not None and v.accepted,
-            self.oracle.policy.race_width(self.jobs),
-        )
+        width = self.chain_width
+
+        def won(v: Verdict | None) -> bool:
+            return v is not None and v.accepted
+
+        if width > 1:
+            race = first_accepted_lanes(live(), evaluate, won, width, lambda c: c[1].digest)
+        else:
+            race = first_accepted(live(), evaluate, won, 1)
         for _, _, verdict, status in race.results:
             if status == "accepted":
                 continue

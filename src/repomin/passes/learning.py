@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
+from repomin.chain import chain_first, chained
 from repomin.passes.base import Combine, Problem, Speculate
 from repomin.passes.belief import PRIOR_MAX, TIER, TieredBelief
 from repomin.tree import Tree
@@ -360,6 +361,11 @@ def learn_delete(
                 speculate(parts, trees, digest),
                 combined(parts),
             )
+        elif chained(problem):  # flaky, several slots: the chain behind it (repomin.chain)
+            search, parts, trees, outcomes = chain_first(
+                problem, phase, search, parts[0], digest, without,
+                lambda part: describe([units[i] for i in part.units]),
+            )
         else:
             outcomes = [problem.try_first(phase, candidates) == 0]
         if stats is not None:
@@ -373,7 +379,7 @@ def learn_delete(
             digest,
             trees,
             problem.current.digest,
-            lambda rest: without(search, rest).digest,
+            lambda rest: without(search, rest).digest,  # noqa: B023 (called inside step)
         )
         if any(outcomes) and sync is not None:
             still = sync([units[i] for i in search.order])

@@ -104,9 +104,13 @@ class View:
         return batch(phase, candidates, ahead, combine)
 
     def _bounded(self, candidates: Iterable[tuple[Tree, str]]) -> Iterator[tuple[Tree, str]]:
-        for item in candidates:
-            if self._over():
-                return  # only what was handed on was tried: the search stays consistent
+        it = iter(candidates)
+        # Checked before each pull: a lazy proposer (repomin.chain) then proposes only what is
+        # handed on, and only what was handed on is tried (the search stays consistent).
+        while not self._over():
+            item = next(it, None)
+            if item is None:
+                return
             yield item
 
     # Read-only forwards of what passes and the learning search read from a problem (named,
