@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 import shutil
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ class BernoulliRunner:
         self.kill_at: int | None = None  # kill at this call of the current attempt
         self.calls = 0
         self.total = 0
+        self.lock = threading.Lock()  # samples may run in parallel (``jobs``)
 
     def rate(self, tree: Tree) -> float:
         if "keep.txt" not in tree:
@@ -57,20 +59,21 @@ class BernoulliRunner:
         return self.theta
 
     def run(self, tree: Tree, request: RunRequest) -> Outcome:
-        self.calls += 1
-        if self.kill_at is not None and self.calls >= self.kill_at:
-            self.kill_at = None
-            raise Killed()
-        self.total += 1
-        ok = self.rng.random() < self.rate(tree)
-        label = request.sample_id.rsplit("-", 1)[0]
-        if label.startswith("baseline-"):
-            i = int(label.split("-")[1])
-            if i == 0:
-                self.baseline = {}
-            self.baseline[i] = ok
-            if len(self.baseline) == self.config.baseline_runs:
-                self._learn()
+        with self.lock:
+            self.calls += 1
+            if self.kill_at is not None and self.calls >= self.kill_at:
+                self.kill_at = None
+                raise Killed()
+            self.total += 1
+            ok = self.rng.random() < self.rate(tree)
+            label = request.sample_id.rsplit("-", 1)[0]
+            if label.startswith("baseline-"):
+                i = int(label.split("-")[1])
+                if i == 0:
+                    self.baseline = {}
+                self.baseline[i] = ok
+                if len(self.baseline) == self.config.baseline_runs:
+                    self._learn()
         if ok:
             return Outcome(exit_code=1, stderr=b"Traceback...\nBUG: reproduced\n")
         return Outcome(exit_code=0, stdout=b"ok\n")
@@ -101,7 +104,13 @@ class Trial:
 
 
 def reduce_once(
-    root: Path, seed: int, interruptions: int, *, kill_window: int = 45, **sampling: Any
+    root: Path,
+    seed: int,
+    interruptions: int,
+    *,
+    kill_window: int = 45,
+    jobs: int = 1,
+    **sampling: Any,
 ) -> Trial:
     """One reduction of the case with ``interruptions`` kills at uniformly random samples."""
     src = root / "src"
@@ -111,7 +120,7 @@ def reduce_once(
     config = SamplingConfig(**sampling)
     options = ReduceOptions(
         src=src, output=root / "out", command="fake", spec=FailureSpec(match="BUG"),
-        sampling=config,
+        sampling=config, jobs=jobs,
     )
     runner = BernoulliRunner(seed, config)
     kills = random.Random(seed ^ 0x5EED)
@@ -140,8 +149,9 @@ def _fields(options: ReduceOptions) -> dict[str, Any]:
 
 
 def run_trials(
-    root: Path, seeds: range, interruptions: int, **sampling: Any
+    root: Path, seeds: range, interruptions: int, jobs: int = 1, **sampling: Any
 ) -> list[Trial]:
     return [
-        reduce_once(root / f"t{seed}", seed, interruptions, **sampling) for seed in seeds
+        reduce_once(root / f"t{seed}", seed, interruptions, jobs=jobs, **sampling)
+        for seed in seeds
     ]

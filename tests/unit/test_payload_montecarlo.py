@@ -50,6 +50,17 @@ def test_default_options_small_sample_stays_below_the_binomial_quantile(root: Pa
     assert false <= binom.ppf(0.99, len(trials), ALPHA), false
 
 
+def test_several_candidates_in_flight_keep_the_bound_across_kills(root: Path) -> None:
+    """``--jobs 4``: samples of several candidates in flight (lanes.py), one kill each at a
+    random sample -- often mid-race -- then ``--resume``: the bad deletion stays below the
+    binomial 99% quantile at α, and the kills happened."""
+    trials = run_trials(root, range(20_000, 20_040), 1, jobs=4)
+    false = sum(t.bad_deleted for t in trials)
+    assert false <= binom.ppf(0.99, len(trials), ALPHA), false
+    assert sum(t.interruptions for t in trials) >= 0.9 * len(trials)
+    assert all(t.exit_code in (0, 1) for t in trials)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("interruptions", [0, 1, 2, 3])
 @pytest.mark.parametrize("half", [0, 1])
