@@ -219,7 +219,9 @@ def _reduce(
     )
     tree = _tree(24)
     oracle.run_baseline(tree, jobs)
-    red = Reduction(initial=tree, oracle=oracle, ledger=ledger, jobs=jobs, protected=lambda p: False)
+    red = Reduction(
+        initial=tree, oracle=oracle, ledger=ledger, jobs=jobs, protected=lambda p: False
+    )
     return run_passes(red, ("files", "lines")), ledger, oracle, runner
 
 
@@ -269,3 +271,18 @@ def test_a_budget_stop_mid_race_keeps_the_accounting() -> None:
     assert result.stop_reason == "max_runs"
     assert oracle.search_samples >= 40
     _identities(ledger, oracle)
+
+
+def test_the_ordered_view_forwards_the_chain_width() -> None:
+    """``ordered`` searches one file through a budget view: without the forward its learning
+    searches would go one candidate at a time under a flaky command."""
+    from repomin.chain import chained
+    from repomin.passes.ordered import focus
+
+    runner = KeyedRunner(_rate)
+    oracle = fake_oracle(runner, SamplingConfig(), timeout=10, jobs=4)
+    tree = _tree(24)
+    oracle.run_baseline(tree, 4)
+    red = Reduction(initial=tree, oracle=oracle, ledger=Ledger(), jobs=4, protected=lambda p: False)
+    assert red.chain_width == 4
+    assert chained(focus(red, "d1/f1.txt", 10))

@@ -122,6 +122,11 @@ class View:
         return width
 
     @property
+    def chain_width(self) -> int:  # flaky: try_first keeps this many candidates in flight
+        width: int = getattr(self._problem, "chain_width", 1)
+        return width
+
+    @property
     def oracle(self) -> Any:
         return getattr(self._problem, "oracle", None)
 
