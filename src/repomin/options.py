@@ -25,7 +25,7 @@ from repomin.report.build import environment_digest
 from repomin.selection import SelectionOptions
 from repomin.semantic import SemanticConfig
 
-STRATEGY_VERSION = "repomin-hdd-v4"
+STRATEGY_VERSION = "repomin-hdd-v5"
 
 
 @dataclass(frozen=True, slots=True)
