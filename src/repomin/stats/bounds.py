@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from scipy.stats import beta, binom
+from repomin.stats.lazy import scipy_stats
 
 __all__ = [
     "amplified_rate",
@@ -44,7 +44,7 @@ def lower_bound(k: int, n: int, confidence: float) -> float:
     _check_open_unit("confidence", confidence)
     if k == 0:
         return 0.0
-    return float(beta.ppf(1.0 - confidence, k, n - k + 1))
+    return float(scipy_stats().beta.ppf(1.0 - confidence, k, n - k + 1))
 
 
 def upper_bound(k: int, n: int, confidence: float) -> float:
@@ -53,7 +53,7 @@ def upper_bound(k: int, n: int, confidence: float) -> float:
     _check_open_unit("confidence", confidence)
     if k == n:
         return 1.0
-    return float(beta.ppf(confidence, k + 1, n - k))
+    return float(scipy_stats().beta.ppf(confidence, k + 1, n - k))
 
 
 def binom_pvalue(k: int, n: int, p0: float) -> float:
@@ -61,7 +61,7 @@ def binom_pvalue(k: int, n: int, p0: float) -> float:
     _check_counts(k, n)
     if not 0.0 <= p0 <= 1.0:
         raise ValueError(f"p0 must lie in [0, 1], got {p0!r}")
-    return float(binom.sf(k - 1, n, p0))
+    return float(scipy_stats().binom.sf(k - 1, n, p0))
 
 
 def zero_failure_runs(theta: float, alpha: float) -> int:

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import binom
 
 from repomin.stats.bounds import binom_pvalue, lower_bound, upper_bound, zero_failure_runs
+from repomin.stats.lazy import scipy_stats
 
 __all__ = [
     "MAX_SUGGESTED_HOLDOUT_RUNS",
@@ -60,17 +60,17 @@ class HoldoutResult:
 
 def _critical_passes(runs: _IntArray, p0: float, alpha: float) -> _IntArray:
     """Vectorised :func:`critical_passes`: smallest K with ``binom.sf(K - 1, n, p0) <= alpha``."""
-    guess = binom.isf(alpha, runs, p0)
+    guess = scipy_stats().binom.isf(alpha, runs, p0)
     k = np.clip(np.nan_to_num(guess, nan=0.0), 0, runs).astype(np.int64) + 1
     k = np.minimum(k, runs + 1)
     # Walk to the exact boundary of the same float p-values that holdout_test compares.
     while True:
-        too_low = (k <= runs) & (binom.sf(k - 1, runs, p0) > alpha)
+        too_low = (k <= runs) & (scipy_stats().binom.sf(k - 1, runs, p0) > alpha)
         if not too_low.any():
             break
         k = k + too_low
     while True:
-        too_high = (k >= 1) & (binom.sf(k - 2, runs, p0) <= alpha)
+        too_high = (k >= 1) & (scipy_stats().binom.sf(k - 2, runs, p0) <= alpha)
         if not too_high.any():
             break
         k = k - too_high
@@ -143,7 +143,7 @@ def suggest_holdout_runs(rate: float, p0: float, alpha: float, power: float = 0.
     _check_open_unit("power", power)
     runs = np.arange(1, MAX_SUGGESTED_HOLDOUT_RUNS + 1, dtype=np.int64)
     k_crit = _critical_passes(runs, p0, alpha)
-    achieved = binom.sf(k_crit - 1, runs, rate)
+    achieved = scipy_stats().binom.sf(k_crit - 1, runs, rate)
     reaching = np.flatnonzero(achieved >= power)
     if reaching.size == 0:
         raise ValueError(

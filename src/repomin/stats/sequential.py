@@ -32,9 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import binom
 
 from repomin.stats.bounds import zero_failure_runs
+from repomin.stats.lazy import scipy_stats
 
 __all__ = [
     "DESIGN_VERSION",
@@ -100,7 +100,7 @@ def _pvalue_table(theta: float, cap: int, width: int) -> _FloatTable:
     failures = np.arange(width)[None, :]
     passes = runs - failures
     valid = passes >= 0
-    values = binom.sf(np.where(valid, passes - 1, -1), runs, theta)
+    values = scipy_stats().binom.sf(np.where(valid, passes - 1, -1), runs, theta)
     table = np.where(valid, values, np.inf).astype(np.float64)
     table.setflags(write=False)
     return table

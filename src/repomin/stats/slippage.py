@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from scipy.stats import fisher_exact
+from repomin.stats.lazy import scipy_stats
 
 Direction = Literal["higher", "lower", "none"]
 
@@ -33,7 +33,7 @@ def _one_sided(passes: int, runs: int, base_passes: int, base_runs: int, higher:
     if runs == 0 or base_runs == 0:
         return 1.0
     table = [[passes, runs - passes], [base_passes, base_runs - base_passes]]
-    result = fisher_exact(table, alternative="greater" if higher else "less")
+    result = scipy_stats().fisher_exact(table, alternative="greater" if higher else "less")
     return min(1.0, float(result.pvalue))
 
 
