@@ -9,7 +9,7 @@ from repomin.accounting import Ledger
 from repomin.failure.contract import FailureContract, FailureSpec
 from repomin.oracle import Oracle, SamplingConfig
 from repomin.passes.lines import DeleteLines
-from repomin.passes.restart import BUDGET, MAX_FILES, Restart
+from repomin.passes.restart import BUDGET, GIVE_UP, MAX_FILES, Restart
 from repomin.reducer import Reduction, run_passes
 from repomin.tree import Tree
 from tests.conftest import FakeRunner
@@ -156,3 +156,20 @@ def test_restart_through_the_reducer_adopts_from_the_cache_and_logs_one_event() 
     assert phase.superseded >= 1  # the scratch acceptances: accepted by the oracle, not adopted
     [event] = [e for e in ledger.events if e["phase"] == "restart" and e["decision"] == "info"]
     assert event["kept"] is True and event["bytes_found"] == 2 and event["bytes_before"] == 22
+
+
+def test_restart_gives_up_on_a_file_whose_original_never_reproduces() -> None:
+    """The original content breaks the program whatever single edit is made (here: any tree
+    with a line ``import gone``): the scratch search stops after GIVE_UP runs, not BUDGET."""
+    body = "".join(f"import gone{i}\n" for i in range(200))
+
+    def pred(tree: Tree) -> bool:
+        return b"import gone" not in data(tree, "m.txt") and b"x" in data(tree, "m.txt")
+
+    origin = text_tree({"m.txt": body + "x\n"})
+    stuck = origin.replace("m.txt", b"x\n")
+    problem = ProbeProblem(stuck, pred)
+    restart = restart_over(origin)
+    restart.run(problem)
+    [(_, runs, _, _, _, kept)] = restart.log
+    assert runs == GIVE_UP < BUDGET and not kept and problem.current is stuck

@@ -14,7 +14,7 @@ different, smaller local minimum. For each surviving text file whose content was
 2. the content passes (``normalise``, ``python``, ``blocks``, ``brackets``, ``lines``,
    ``pyexpr``: those scheduled; fresh instances, so no state of the main search leaks in) run on
    that file alone, in rounds, until they change nothing or the file's budget of
-   :data:`BUDGET` oracle runs is spent;
+   :data:`BUDGET` oracle runs is spent (:data:`GIVE_UP` runs when none has been accepted);
 3. the scratch search's last accepted tree is proposed to the real problem only when that
    file is then **smaller than it is now**; its reproduction was shown by its own run (the
    cached verdict, so adopting it costs no run), and the real problem's rules apply as for any
@@ -41,6 +41,10 @@ from repomin.tree import Tree
 MAX_FILES = 16
 #: Oracle runs (samples) a file's scratch search may use.
 BUDGET = 100
+#: A scratch search that has had this many runs without one acceptance gives up: the file's
+#: original content no longer reproduces with the other files as they are, and single edits
+#: of it do not repair that (measured: most of a restart's cost was such files).
+GIVE_UP = 24
 #: Rounds of the content passes over the file (each round stops early when nothing changed).
 ROUNDS = 4
 #: The content passes a restart runs, in this order (those in the schedule).
@@ -101,7 +105,7 @@ class Scratch:
                 tree.byte_count >= self._current.byte_count and len(tree) >= len(self._current)
             ):
                 continue
-            if self.spent() >= self._budget:
+            if self.spent() >= self._budget or (self.won is None and self.spent() >= GIVE_UP):
                 raise OverBudget
             self.probes += 1
             if self._probe(self._phase, tree):  # every run is the restart's, whichever pass
@@ -230,4 +234,4 @@ def _event(problem: Problem, description: str, **fields: Any) -> None:
         ledger.event(Restart.name, description, decision="info", **fields)
 
 
-__all__: Sequence[str] = ("BUDGET", "MAX_FILES", "Restart", "Scratch", "bind_restart")
+__all__: Sequence[str] = ("BUDGET", "GIVE_UP", "MAX_FILES", "Restart", "Scratch", "bind_restart")
