@@ -86,10 +86,8 @@ def reduce_in_process(
     return problem
 
 
-def reduce_with_reduction(
-    passes: dict[str, Pass], tree: Tree, predicate: Predicate, *, jobs: int = 1
-) -> tuple[Tree, Ledger]:
-    """Run ``passes`` through the real driver, oracle and ledger with a predicate runner."""
+def predicate_oracle(tree: Tree, predicate: Predicate) -> tuple[Oracle, Ledger]:
+    """The real oracle and ledger over a predicate runner, its baseline run on ``tree``."""
     ledger = Ledger()
     oracle = Oracle(
         runner=FakeRunner(predicate),
@@ -101,6 +99,14 @@ def reduce_with_reduction(
         ledger=ledger,
     )
     oracle.run_baseline(tree)
+    return oracle, ledger
+
+
+def reduce_with_reduction(
+    passes: dict[str, Pass], tree: Tree, predicate: Predicate, *, jobs: int = 1
+) -> tuple[Tree, Ledger]:
+    """Run ``passes`` through the real driver, oracle and ledger with a predicate runner."""
+    oracle, ledger = predicate_oracle(tree, predicate)
     reduction = Reduction(
         initial=tree, oracle=oracle, ledger=ledger, jobs=jobs, protected=lambda _: False
     )

@@ -5,15 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from repomin.accounting import Ledger
-from repomin.failure.contract import FailureContract, FailureSpec
-from repomin.oracle import Oracle, SamplingConfig
 from repomin.passes.lines import DeleteLines
 from repomin.passes.restart import BUDGET, GIVE_UP, MAX_FILES, Restart
 from repomin.reducer import Reduction, run_passes
 from repomin.tree import Tree
-from tests.conftest import FakeRunner
-from tests.unit._pass_harness import PredicateProblem, text_tree
+from tests.unit._pass_harness import PredicateProblem, predicate_oracle, text_tree
 
 
 class ProbeProblem(PredicateProblem):
@@ -123,17 +119,7 @@ def test_restart_through_the_reducer_adopts_from_the_cache_and_logs_one_event() 
     """With the real Reduction and Oracle: the source is ``history[0]``, the scratch runs are
     counted under ``restart`` as rejected or superseded, the adoption is a cache hit, and the
     phase identities of the report hold."""
-    ledger = Ledger()
-    oracle = Oracle(
-        runner=FakeRunner(either),
-        contract=FailureContract(FailureSpec(match="BUG")),
-        command="fake",
-        env={},
-        timeout=10.0,
-        config=SamplingConfig(baseline_runs=2, final_runs=0, incumbent_check_every=0),
-        ledger=ledger,
-    )
-    oracle.run_baseline(STUCK)
+    oracle, ledger = predicate_oracle(STUCK, either)
     reduction = Reduction(
         initial=STUCK,
         oracle=oracle,
