@@ -30,7 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Generic, TypeVar, cast
 
 from repomin.budget import Cancelled
-from repomin.parallel import Race
+from repomin.parallel import Race, supersede_rest
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -222,7 +222,7 @@ class _LaneRace(Generic[C, T]):
                 res = cast(T, maybe)
                 if self.accepted(res):
                     self.results.append((self.decided, cand, res, "accepted"))
-                    _supersede(self.inflight, self.done, self.results)
+                    supersede_rest(self.inflight, self.done, self.results)
                     return Race(self.decided, cand, res, self.results)
                 self.results.append((self.decided, cand, res, "rejected"))
                 self.decided += 1
@@ -289,24 +289,3 @@ class _LaneRace(Generic[C, T]):
                 fut.result()
         self.runners.shutdown(wait=True)
         self.pool.close(check=not failed)
-
-
-def _supersede(
-    inflight: dict[int, tuple[C, Future[T], threading.Event]],
-    done: dict[int, tuple[C, T | None, BaseException | None]],
-    results: list[tuple[int, C, T | None, str]],
-) -> None:
-    """The winner is decided: cancel every later candidate between samples; each one is
-    ``superseded`` (a verdict it completed stays in the cache, as in a deterministic race)."""
-    for _, _, ev in inflight.values():
-        ev.set()
-    for idx, (cand, fut, _) in sorted(inflight.items()):
-        try:
-            res: T | None = fut.result()
-        except BaseException:
-            res = None
-        results.append((idx, cand, res, "superseded"))
-    inflight.clear()
-    for idx, (cand, res, _) in sorted(done.items()):
-        results.append((idx, cand, res, "superseded"))
-    done.clear()

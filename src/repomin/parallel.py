@@ -130,7 +130,7 @@ def first_accepted(
                 res = cast(T, maybe)
                 if accepted(res):
                     results.append((decided, cand, res, "accepted"))
-                    _cancel_rest(inflight, done, results)
+                    supersede_rest(inflight, done, results)
                     return Race(decided, cand, res, results)
                 results.append((decided, cand, res, "rejected"))
                 decided += 1
@@ -143,11 +143,14 @@ def first_accepted(
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _cancel_rest(
+def supersede_rest(
     inflight: dict[int, tuple[C, Future[T], threading.Event]],
     done: dict[int, tuple[C, T | None, BaseException | None]],
     results: list[tuple[int, C, T | None, str]],
 ) -> None:
+    """The winner is decided: cancel every later candidate between samples; each one is
+    ``superseded`` (a verdict it completed stays in the cache). Shared by the deterministic
+    race here and the flaky lanes (``repomin.lanes``)."""
     for _, _, ev in inflight.values():
         ev.set()
     for idx, (cand, fut, _) in sorted(inflight.items()):
@@ -156,8 +159,10 @@ def _cancel_rest(
         except BaseException:
             res = None
         results.append((idx, cand, res, "superseded"))
+    inflight.clear()
     for idx, (cand, res, _) in sorted(done.items()):
         results.append((idx, cand, res, "superseded"))
+    done.clear()
 
 
 class SampleStream(Generic[T]):
