@@ -74,6 +74,42 @@ def test_samples_match_the_host_runner_and_deletions_ship_no_content(
         runner.close()
 
 
+def test_concurrent_samples_are_placed_on_idle_workers_that_hold_the_tree(
+    cluster: LocalCluster,
+) -> None:
+    """Each sample is pinned to a worker chosen by the runner (the least busy, then the one
+    holding most of the tree), so concurrent samples never queue on one worker while another
+    idles, and a worker that holds the tree gets deltas it can apply (no ``need`` round)."""
+    runner = ClusterRunner(cluster.address, HOST)
+    pinned: list[str | None] = []
+    submit = runner._submit
+
+    def spy(payload: bytes, pin: str | None, request: RunRequest) -> object:
+        pinned.append(pin)
+        return submit(payload, pin, request)
+
+    runner._submit = spy  # type: ignore[assignment,method-assign]
+    request = RunRequest("sleep 0.6; ls pkg | wc -l", {}, 20.0, "p")
+    tree = _tree(12)
+    try:
+        for rounds in range(3):
+            trees = [tree.without([f"pkg/m{2 * rounds + k}.txt"]) for k in range(2)]
+            outs: list[Outcome] = []
+            threads = [threading.Thread(target=lambda t=t, o=outs: o.append(runner.run(t, request)))
+                       for t in trees]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+            assert sorted(o.stdout for o in outs) == [b"11\n", b"11\n"]
+            round_pins = pinned[-2:]
+            assert None not in round_pins and len(set(round_pins)) == 2, pinned
+        assert runner.need_rounds == 0
+        assert runner.samples == 6
+    finally:
+        runner.close()
+
+
 def test_unreachable_scheduler_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match=r"cannot reach the Dask scheduler at tcp://127\.0\.0"
                        r"\.1:9 .*dask scheduler"):

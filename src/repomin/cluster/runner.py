@@ -17,10 +17,12 @@ session is kept for ``--resume``).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import pickle
 import secrets
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from concurrent.futures import CancelledError
@@ -31,6 +33,7 @@ from repomin.cluster import manifest as mf
 from repomin.cluster import worker as wk
 from repomin.cluster.connect import ClusterSecurity, connect, scheduler_digest
 from repomin.cluster.env import PROTOCOL, differences, environment_digest
+from repomin.cluster.placement import Placement, shipping_cost
 from repomin.errors import InfrastructureError, UsageError
 from repomin.runners.base import Outcome, RunRequest
 from repomin.tree import Tree
@@ -123,6 +126,7 @@ class ClusterRunner:
                 f"{'; '.join(diff)}); use identical workers or pass --allow-mixed-workers"
             )
         self.workers = len(answers)
+        self._placement = Placement(answers, time.monotonic())
         self.threads = sum(int(a["nthreads"]) for a in answers.values())
         self._env_digest = None if self.allow_mixed else environment_digest(self.reference_env)
 
@@ -150,8 +154,22 @@ class ClusterRunner:
 
     def run(self, tree: Tree, request: RunRequest) -> Outcome:
         target, blobs = self._manifest(tree)
-        digest = tree.digest
-        pinned: str | None = None
+        placed = self._place(target, blobs)
+        try:
+            return self._run_placed(tree.digest, target, blobs, request, placed)
+        finally:
+            if placed is not None:
+                with self._lock:
+                    self._placement.release(placed)
+
+    def _run_placed(
+        self,
+        digest: str,
+        target: mf.Manifest,
+        blobs: dict[str, bytes],
+        request: RunRequest,
+        pinned: str | None,
+    ) -> Outcome:
         for round_no in range(NEED_ROUNDS + 1):
             last = round_no == NEED_ROUNDS
             payload, sent, base = self._payload(blobs, target, digest, request, pinned, last)
@@ -181,6 +199,20 @@ class ClusterRunner:
                 continue
             return self._failed(address, str(resp.get("error", status)))
         return Outcome(exit_code=None, infrastructure_error="workers kept lacking the tree")
+
+    def _place(self, target: mf.Manifest, blobs: dict[str, bytes]) -> str | None:
+        """The worker for this sample (:mod:`repomin.cluster.placement`)."""
+        with self._lock:
+            due = self._placement.due(time.monotonic())
+        if due:
+            with contextlib.suppress(Exception):  # the next submit reports a lost scheduler
+                live = list(self._client.scheduler_info(n_workers=-1)["workers"])
+                with self._lock:
+                    self._placement.update(live)
+        with self._lock:
+            anchors = {d: (m, h) for d, (m, h) in self._anchors.items()}
+            cost = shipping_cost(target, set(blobs), anchors, self._worker_blobs)
+            return self._placement.acquire(cost, set(self._drained))
 
     def _manifest(self, tree: Tree) -> tuple[mf.Manifest, dict[str, bytes]]:
         out: mf.Manifest = {}
