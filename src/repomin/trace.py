@@ -6,7 +6,8 @@ After the baseline, one extra sample runs the command wrapped in a small POSIX s
   ``strace -f -qq -y -s 4096 -e trace=%file,fchdir`` logs every path-taking system call of the
   command and its children. ``-y`` annotates descriptors with their paths, so relative paths
   resolve against the directory descriptor or the process's working directory, and opened
-  descriptors show the real file behind a symlink.
+  descriptors show the real file behind a symlink. ``--seccomp-bpf`` (when this strace has
+  it) stops only at the traced calls: the same log, 0.24 s instead of 0.37 s for a small run.
 * **atime** (otherwise, when the sample's filesystem records access times): every file's
   access time is set to 1970 before the run, and the files read during it are those with a
   recent one afterwards (``find -atime -1``). A probe file checks first that reads do update
@@ -110,7 +111,9 @@ mkdir -p "$__rm_d" || exit 125
 pwd > "$__rm_d/root"; pwd -P >> "$__rm_d/root"
 {cover}if {strace}; then
   echo strace > "$__rm_d/method"
-  strace -f -qq -y -s 4096 -e trace=%file,fchdir -e signal=none -o "$__rm_d/log" \\
+  strace -f -qq --seccomp-bpf -e trace=%file -o /dev/null true >/dev/null 2>&1 \\
+    && __rm_s=--seccomp-bpf || __rm_s=
+  strace -f -qq $__rm_s -y -s 4096 -e trace=%file,fchdir -e signal=none -o "$__rm_d/log" \\
     /bin/sh -c {quoted}
   __rm_rc=$?
 else

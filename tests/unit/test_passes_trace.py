@@ -148,6 +148,39 @@ def test_strace_on_host(runner: HostRunner, in_band: bool) -> None:
     _check(result, tree, {"run.sh", "d1/f1.txt", "lnk", "d2/f2.txt"})
 
 
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_seccomp_filter_traces_the_same_and_is_optional(
+    runner: HostRunner, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--seccomp-bpf`` (stops only at the traced calls) gives the same paths in the same
+    order as stopping at every call; an ``strace`` without the option is still used."""
+    tree = _run_tree()
+
+    def trace(env: dict[str, str]) -> TraceResult:
+        return trace_opened_files(
+            runner, tree, "sh run.sh", env, 20, in_band=False, reproduces=lambda o: o.exit_code == 3
+        )
+
+    filtered = trace({})
+    real = shutil.which("strace")
+    shim = tmp_path / "strace"
+    shim.write_text(
+        f'#!/bin/sh\necho "$*" >> {tmp_path}/calls\n'
+        f'case " $* " in *" --seccomp-bpf "*) exit 1;; esac\nexec {real} "$@"\n'
+    )
+    shim.chmod(0o755)
+    old = trace({"PATH": f"{tmp_path}:/usr/bin:/bin"})
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert any("--seccomp-bpf" in c for c in calls)  # probed, refused: traced without it
+    assert "sh run.sh" in calls[-1] and "--seccomp-bpf" not in calls[-1]
+    assert filtered.method == old.method == "strace"
+    assert filtered.opened == old.opened and filtered.order == old.order
+    _check(old, tree, {"run.sh", "d1/f1.txt", "lnk", "d2/f2.txt"})
+    script = wrapper_script("sh run.sh", "/tmp/x", "tok", ("strace",))
+    assert "--seccomp-bpf -e trace=%file -o /dev/null true" in script
+    assert "strace -f -qq $__rm_s -y" in script
+
+
 @pytest.mark.parametrize("in_band", [False, True])
 def test_atime_fallback_on_host(runner: HostRunner, in_band: bool) -> None:
     tree = _run_tree()
