@@ -64,6 +64,16 @@ def evaluate_all(
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
+def in_background(fn: Callable[[], T]) -> Future[T]:
+    """``fn()`` in a thread of its own, beside the search's samples (a traced run that a
+    deterministic search with several slots does not wait for: ``passes.ordered``)."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="repomin-bg")
+    try:
+        return pool.submit(fn)
+    finally:
+        pool.shutdown(wait=False)  # the thread ends with ``fn``
+
+
 @dataclass(slots=True)
 class Race(Generic[C, T]):
     """Outcome of a speculative round."""

@@ -3,6 +3,7 @@ re-traced cut after every changed file, settled files skipped by the stand-alone
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -233,7 +234,11 @@ def test_a_budget_keeps_a_large_file_from_holding_up_the_chain(
     worked = [path for path, *_ in ordered.log]
     # big.txt was cut short, lib.txt came next in the same sweep, and its edit cut heavy.txt
     assert worked.index("lib.txt") < len(worked) - 1 - worked[::-1].index("big.txt")
-    assert "heavy.txt" not in problem.current.entries and "heavy.txt" not in worked
+    assert "heavy.txt" not in problem.current.entries
+    if batched:  # the re-trace ran beside heavy.txt's deletion (next in the older order)
+        assert [(runs, after) for p, runs, _, after in ordered.log if p == "heavy.txt"] == [(1, 0)]
+    else:
+        assert "heavy.txt" not in worked
     assert problem.current["big.txt"].data == b"".join(
         f"need{i}\n".encode() for i in range(1, 40, 2)
     )
@@ -267,3 +272,69 @@ def test_the_view_forwards_only_what_it_names() -> None:
     assert problem.accepted == []  # the problem has it; the view does not hand it on
     with pytest.raises(AttributeError):
         view.accepted  # noqa: B018
+
+
+def test_with_two_slots_the_retrace_runs_beside_the_next_files_samples(
+    monkeypatch: Any,
+) -> None:
+    tree = _chain_tree()
+    ordered, instances, problem = _ordered(tree, batched=True)
+    background: list[bool] = []
+    at_start: dict[int, int] = {}
+    between: list[int] = []  # samples decided after a re-trace started, before its cut
+
+    def retrace(t: Tree) -> TraceResult:
+        background.append(threading.current_thread() is not threading.main_thread())
+        return _trace(t)
+
+    real_start, real_finish = TraceCut.start, TraceCut.finish
+
+    def start(self: TraceCut, p: Any) -> Any:
+        retrace = real_start(self, p)
+        if retrace is not None:
+            at_start[retrace.number] = problem.calls
+        return retrace
+
+    def finish(self: TraceCut, p: Any, result: TraceResult, number: int) -> None:
+        between.append(problem.calls - at_start[number])
+        real_finish(self, p, result, number)
+
+    monkeypatch.setattr(TraceCut, "start", start)
+    monkeypatch.setattr(TraceCut, "finish", finish)
+    ordered.hints.retrace = retrace
+    instances["trace"].run(problem)  # type: ignore[attr-defined]
+    ordered.run(problem)
+    # every re-trace but the last file's (nothing follows it in this pass) ran beside samples
+    assert len(background) >= 2 and all(background)
+    assert all(n > 0 for n in between[:-1]) and between[-1] == 0
+    assert set(problem.current.entries) == {"main.txt", "lib.txt", "deep.txt"}
+    assert problem.current["main.txt"].data == b"load lib.txt\n"
+    # heavy0.txt came next in the older order: deleted whole by one run, then the cut took
+    # every other heavy module and helper at once
+    worked = [path for path, *_ in ordered.log]
+    assert [p for p in worked if p.startswith(("heavy", "help"))] == ["heavy0.txt"]
+
+
+def test_a_stopped_search_waits_for_the_background_retrace_and_proposes_nothing() -> None:
+    from repomin.budget import StopSearch
+
+    tree = _chain_tree()
+    ordered, instances, problem = _ordered(tree, batched=True)
+    traced: list[Tree] = []
+
+    def fails(t: Tree) -> bool:
+        if traced:
+            raise StopSearch("max_runs")
+        return _fails(t)
+
+    def retrace(t: Tree) -> TraceResult:
+        traced.append(t)
+        return _trace(t)
+
+    ordered.hints.retrace = retrace
+    problem.predicate = fails
+    instances["trace"].run(problem)  # type: ignore[attr-defined]
+    with pytest.raises(StopSearch):
+        ordered.run(problem)
+    assert len(traced) == 1 and ordered._pending is None
+    assert "heavy1.txt" in problem.current.entries  # no cut was proposed

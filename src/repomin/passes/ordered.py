@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Protocol
 from repomin.passes.base import Combine, Pass, Problem, Speculate
 from repomin.passes.files import FLAT_LIMIT
 from repomin.passes.hints import SearchHints
+from repomin.passes.trace import Retrace, TraceCut
 from repomin.tree import Entry, Tree
 
 #: The content passes the ordered pass runs per file, in this order (when scheduled).
@@ -155,6 +156,8 @@ class TraceOrder:
         self.settled: dict[str, Entry] = {}
         #: (path, oracle runs, bytes before, bytes after) per file worked on, in order.
         self.log: list[tuple[str, int, int, int]] = []
+        #: The re-traced run in the background (several slots) and the cut it belongs to.
+        self._pending: tuple[TraceCut, Retrace] | None = None
 
     def bind(self, instances: Mapping[str, Pass]) -> None:
         """Take the scheduled content passes and cuts from the pass instances."""
@@ -190,21 +193,27 @@ class TraceOrder:
             # reads every file gives no load order to follow).
             self.files.run(problem)
         budget = FIRST_BUDGET
-        while True:  # sweeps: the files a budget cut short get a larger one next time
-            done: set[str] = set()
-            short = False
-            while True:
-                pending = [
-                    p for p in self.order(problem, done) if not self.is_settled(problem.current, p)
-                ]
-                if not pending:
-                    break
-                path = pending[0]
-                done.add(path)
-                short |= self._work(problem, path, budget)
-            if not short:
-                return
-            budget *= 4
+        try:
+            while True:  # sweeps: the files a budget cut short get a larger one next time
+                done: set[str] = set()
+                short = False
+                while True:
+                    pending = [
+                        p
+                        for p in self.order(problem, done)
+                        if not self.is_settled(problem.current, p)
+                    ]
+                    if not pending:
+                        break
+                    path = pending[0]
+                    done.add(path)
+                    short |= self._work(problem, path, budget)
+                if not short:
+                    self._join(problem)
+                    return
+                budget *= 4
+        finally:
+            self._join(problem, propose=False)  # stopped: wait for it, propose nothing
 
     def _work(self, problem: Problem, path: str, budget: int) -> bool:
         """Work on one file; True when its budget cut the content passes short."""
@@ -222,9 +231,9 @@ class TraceOrder:
             except OverBudget:
                 short = True
         after = problem.current.entries.get(path)
+        self._join(problem)  # the previous file's re-trace ran beside this file's samples
         if after is not entry:
-            for cut in self.cuts:
-                cut.run(problem)
+            self._cut(problem)
         final = problem.current.entries.get(path)
         if final is not None and not short:
             self.settled[path] = final
@@ -244,6 +253,30 @@ class TraceOrder:
             budget_used=short,
         )
         return short
+
+
+    def _cut(self, problem: Problem) -> None:
+        """The cuts after a changed file. With several slots (a deterministic command and
+        ``--jobs`` > 1) the re-traced run goes in the background and its cut is proposed after
+        the next file's work (:meth:`_join`): the serial traced run (3-4 samples long) no
+        longer holds up both slots. The next file is still taken in the older order; its
+        deletion comes first, and one rejected means it is needed, so no cut takes it."""
+        for cut in self.cuts:
+            if isinstance(cut, TraceCut) and getattr(problem, "batch_width", 1) > 1:
+                retrace = cut.start(problem)
+                self._pending = (cut, retrace) if retrace is not None else None
+            else:
+                cut.run(problem)
+
+    def _join(self, problem: Problem, propose: bool = True) -> None:
+        """Wait for the re-traced run in the background, if any, and propose its cut."""
+        if self._pending is None:
+            return
+        cut, retrace = self._pending
+        self._pending = None
+        result = retrace.result.result()
+        if propose:
+            cut.finish(problem, result, retrace.number)
 
 
 class Unsettled:

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import ClassVar
 
+from repomin.parallel import in_background
 from repomin.passes.base import Problem
 from repomin.passes.hints import SearchHints
 from repomin.trace import TraceResult
@@ -77,18 +80,35 @@ class TraceCut:
             self._traced = problem.current  # the baseline tree's trace, up to the journal
             self._cut(problem, self.trace, "traced run")
             return
+        due = self._due(problem)
+        if due is not None:
+            self.finish(problem, due[0](due[1]), self.retraces)
+
+    def start(self, problem: Problem) -> Retrace | None:
+        """The re-trace ``run`` would make now, in the background (None: none is due); after
+        the first cut only. :meth:`finish` proposes its cut later, against the tree then."""
+        due = self._due(problem) if self.done else None
+        if due is None:
+            return None
+        retrace, tree = due
+        return Retrace(in_background(lambda: retrace(tree)), self.retraces)
+
+    def _due(self, problem: Problem) -> tuple[Callable[[Tree], TraceResult], Tree] | None:
         retrace = self.hints.retrace if self.hints is not None else None
         tree = problem.current
         if retrace is None or self._traced is None or not _content_changed(self._traced, tree):
-            return
+            return None
         self._traced = tree
         self.retraces += 1
-        result = retrace(tree)
+        return retrace, tree
+
+    def finish(self, problem: Problem, result: TraceResult, number: int) -> None:
+        """Renew the hints from a re-traced run and propose its cut (when it reproduced)."""
         if result.opened is None or result.reproduced is False:
             return
         if self.hints is not None:
             self.hints.update_trace(result)
-        self._cut(problem, result, f"re-traced run {self.retraces}")
+        self._cut(problem, result, f"re-traced run {number}")
 
     def _cut(self, problem: Problem, trace: TraceResult, which: str) -> None:
         tree = problem.current
@@ -103,6 +123,14 @@ class TraceCut:
             f"never touched; keep {candidate.file_count}"
         )
         problem.try_first(self.name, [(candidate, description)])
+
+
+@dataclass(frozen=True, slots=True)
+class Retrace:
+    """A re-traced run in flight (:meth:`TraceCut.start`) and its number."""
+
+    result: Future[TraceResult]
+    number: int
 
 
 def _content_changed(before: Tree, after: Tree) -> bool:
