@@ -125,6 +125,13 @@ class Ledger:
             counters.attempts += 1
             setattr(counters, result, getattr(counters, result) + 1)
 
+    def rebook_samples(self, phase: str, n: int) -> None:
+        """``n`` samples taken outside any phase (final runs started early: ``prefetch.py``)
+        that were not used as final runs: they count as samples of ``phase``."""
+        counters = self.phase(phase)
+        with self._lock:
+            counters.oracle_samples += n
+
     def add_cache_hit(self, phase: str) -> None:
         counters = self.phase(phase)
         with self._lock:

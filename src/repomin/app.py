@@ -31,6 +31,7 @@ from repomin.failure.contract import FailureContract
 from repomin.gate import search_and_validate
 from repomin.options import STRATEGY_VERSION, ReduceOptions, parse_env, plan_schedule
 from repomin.oracle import Oracle, OracleHooks
+from repomin.prefetch import FinalPrefetch
 from repomin.progress import NullProgress, ObservedRunner, Progress
 from repomin.rate_guard import KeepRate, attach_keep_rate
 from repomin.report.human import files_of_tree, render_repomin_md
@@ -41,6 +42,7 @@ from repomin.session import Session, default_session_dir
 from repomin.source_access import SourceAccess, judge, source_visible
 from repomin.timeouts import AdaptiveTimeoutRunner
 from repomin.trace import TraceResult
+from repomin.tree import Tree
 from repomin.verdict import Baseline
 
 __all__ = [
@@ -152,23 +154,37 @@ def execute(
             )
             fp = stage.export_stage(ctx, searched.tree)
             holdout = stage.certify_stage(ctx, searched, fp)
-    finally:
+    except BaseException:
         progress.stop()
         runner.close()
-    report = stage.report_stage(
-        ctx, selected, baselined, trace, searched, final, fp, holdout, access=access, keep=keep
-    )
-    side = sidecar_dir(options.output.absolute())
-    report_path = side / "report.json"
-    write_json_atomic(report_path, report)
-    notes = render_repomin_md(report, options.output.name, files_of_tree(searched.tree))
-    write_text_atomic(side / "REPOMIN.md", notes)
+        raise
+    progress.stop()
+    # Closing waits on the engine (a cluster unregisters its worker plugin: ~0.3 s with 16
+    # workers); the report, which reads only the runner's own counters, is written meanwhile.
+    closing = threading.Thread(target=runner.close, name="repomin-close", daemon=True)
+    closing.start()
+    try:
+        report = stage.report_stage(
+            ctx, selected, baselined, trace, searched, final, fp, holdout, access=access, keep=keep
+        )
+        report_path = _write_sidecar(options, report, searched.tree)
+    finally:
+        closing.join()
     if searched.stop_reason == "interrupted":
         return ReduceResult(report, report_path, 130)
     if session is not None:
         shutil.rmtree(session.root, ignore_errors=True)
     ok = (final.passed or not final.runs) and holdout["status"] in ("not_requested", "certified")
     return ReduceResult(report, report_path, 0 if ok else 1)
+
+
+def _write_sidecar(options: ReduceOptions, report: dict[str, Any], tree: Tree) -> Path:
+    side = sidecar_dir(options.output.absolute())
+    report_path = side / "report.json"
+    write_json_atomic(report_path, report)
+    notes = render_repomin_md(report, options.output.name, files_of_tree(tree))
+    write_text_atomic(side / "REPOMIN.md", notes)
+    return report_path
 
 
 def _keep_rate(ctx: stage.Context, baseline: Baseline) -> KeepRate | None:
@@ -247,6 +263,11 @@ def build_context(
             progress.update(theta=oracle.policy.theta)
 
     oracle.attach(OracleHooks(on_sample=on_sample))
+    # Final runs in a settled round's idle slots (prefetch.py); never under --max-runs.
+    ahead = None
+    if options.jobs > 1 and options.budget.max_runs is None:
+        ahead = FinalPrefetch(oracle, ledger, oracle.planned_final_runs)
     return stage.Context(
-        options, runner, oracle, ledger, progress, stop, session_root, started, timeouts=timeouts
+        options, runner, oracle, ledger, progress, stop, session_root, started,
+        timeouts=timeouts, prefetch=ahead,
     )

@@ -309,6 +309,8 @@ def _check(reduction: Reduction, phase: str, merged: Tree, ahead: list[Tree]) ->
     """The verdict of a merged tree, with the caller's next candidates run alongside."""
     oracle = reduction.oracle
     fresh = [t for t in ahead if oracle.cached(t) is None][: max(0, reduction.jobs - 1)]
+    if reduction.ahead is not None:  # final runs in flight keep their slots (prefetch.py)
+        reduction.ahead.make_room(1 + len(fresh), reduction.jobs)
     if oracle.cached(merged) is not None or not fresh:
         return oracle.evaluate(merged, phase, reduction.next_label(phase))
 

@@ -373,12 +373,12 @@ class Oracle:
     # -- final validation --------------------------------------------------------------------
 
     def final_validation(
-        self, tree: Tree, runs: int, jobs: int | None = None
+        self, tree: Tree, runs: int, jobs: int | None = None, outcomes: list[Outcome] | None = None
     ) -> tuple[int, int, int | None]:
-        """Fixed-size validation of the accepted tree: (passes, runs, first exit code)."""
+        """Fixed-size validation (passes, runs, first exit code); ``outcomes``: taken early."""
         if runs == 0:
             return 0, 0, None
-        outcomes = map_samples(
+        outcomes = outcomes or map_samples(
             lambda i: self.sample(tree, f"final-{i}", phase=None, budgeted=False),
             runs,
             jobs or self._jobs,

@@ -6,11 +6,9 @@ Owns the order and the hand-offs of a reduction::
     ReductionResult ─▶ validate ─▶ FinalRuns ─▶ export ─▶ Fingerprint ─▶ certify ─▶ holdout
     record ─▶ report ─▶ report dict
 
-Every stage takes the :class:`Context` (the collaborators: options, runner, oracle, ledger,
-progress, stop flag) and the records of earlier stages, and returns its own record; events
-and the ``execution`` block are built by :mod:`repomin.report.execution`. ``app.execute``
-strings the stages together; tests may call them one by one.
-"""
+Every stage takes the :class:`Context` (the collaborators) and the records of earlier stages
+and returns its own record (events, ``execution``: :mod:`repomin.report.execution`);
+``app.execute`` strings the stages together; tests may call them one by one."""
 
 from __future__ import annotations
 
@@ -36,6 +34,7 @@ from repomin.passes.refs import RefsCut
 from repomin.passes.restart import bind_restart
 from repomin.passes.semantic import SemanticReduce
 from repomin.passes.trace import TraceCut
+from repomin.prefetch import FinalPrefetch
 from repomin.progress import Progress
 from repomin.rate_guard import CurrentPass, KeepRate, slippage_record
 from repomin.reducer import Mutation, Reduction, ReductionResult, run_passes
@@ -69,6 +68,7 @@ class Context:
     current_pass: CurrentPass = field(default_factory=lambda: CurrentPass())
     #: The adaptive candidate timeout (armed for the search, disarmed for final runs).
     timeouts: AdaptiveTimeoutRunner | None = None
+    prefetch: FinalPrefetch | None = None  # final runs in idle slots (prefetch.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +216,7 @@ def search_stage(
         history=baselined.history,
         on_revert=session.record_revert if session is not None else None,
     )
+    reduction.ahead = ctx.prefetch
     for name in options.schedule:
         ctx.ledger.phase(name)
     durations = [o.duration for o in baselined.baseline.outcomes]
@@ -299,7 +300,8 @@ def validate_stage(ctx: Context, searched: ReductionResult) -> rx.FinalRuns:
     ctx.progress.stage("final", planned)
     ctx.progress.update(files=best.file_count, bytes=best.byte_count)
     gate, alpha = ctx.oracle.take_gate() if planned else (None, ctx.oracle.policy.alpha)
-    passes, runs, exit_code = ctx.oracle.final_validation(best, planned)
+    ahead = ctx.prefetch.take(best, planned) if ctx.prefetch else None  # after the gate
+    passes, runs, exit_code = ctx.oracle.final_validation(best, planned, outcomes=ahead)
     final = rx.FinalRuns(
         passes,
         runs,

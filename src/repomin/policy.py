@@ -86,7 +86,9 @@ class SamplingConfig:
         n = self.final_runs
         if self.mode is not Sampling.AUTO or not n or self.spending not in stats.SPENDING_RULES:
             return
-        best = stats.lower_bound(self.baseline_runs, self.baseline_runs, self.confidence)
+        # The all-pass Clopper-Pearson lower bound in closed form (Beta(n, 1).ppf(q) = q^(1/n)):
+        # option parsing must not wait for scipy, which ``repomin reduce`` imports meanwhile.
+        best = (1.0 - self.confidence) ** (1.0 / self.baseline_runs)
         theta = self.min_candidate_rate or max(best / 2, 1e-3)
         first = stats.spend_alpha(self.alpha, 1, self.spending)
         if theta**n > first:

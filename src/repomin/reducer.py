@@ -24,6 +24,14 @@ from repomin.passes.base import Combine, Speculate
 from repomin.tree import Tree
 
 
+class AheadFinal(Protocol):
+    """Final runs started early (``prefetch.FinalPrefetch``)."""
+
+    def offer(self, tree: Tree, phase: str, spare: int) -> None: ...
+
+    def make_room(self, needed: int, jobs: int) -> None: ...
+
+
 class Evaluate(Protocol):
     """How ``try_first`` decides one candidate (``lane``: the slots it shares, flaky races)."""
 
@@ -72,6 +80,10 @@ class Reduction:
         self._lock = threading.Lock()
         #: Trees evaluated speculatively by folding rounds (never twice).
         self.speculated: set[str] = set()
+        #: A fixpoint round after the first that has not changed the tree yet (``run_passes``).
+        self.settled = False
+        #: Final runs started in a settled round's idle slots (``prefetch.py``).
+        self.ahead: AheadFinal | None = None
 
     @property
     def current(self) -> Tree:
@@ -119,6 +131,10 @@ class Reduction:
         merge check; ``combine``: the tree of several candidates together). Per candidate
         True (adopted), False (rejected or a no-op) or None (accepted but not adopted, or
         not decided)."""
+        if self.ahead is not None:
+            self.ahead.make_room(len(candidates), self.jobs)
+            if self.settled:
+                self.ahead.offer(self._current, phase, self.jobs - len(candidates))
         return fold_batch(self, phase, candidates, self._evaluator(phase), ahead, combine)
 
     def probe(self, phase: str, tree: Tree) -> bool:
@@ -146,6 +162,8 @@ class Reduction:
         return evaluate
 
     def try_first(self, phase: str, candidates: Iterable[tuple[Tree, str]]) -> int | None:
+        if self.ahead is not None:
+            self.ahead.make_room(self.jobs, self.jobs)
         incumbent = self._current
         positions: list[int] = []
 
@@ -300,12 +318,17 @@ def run_passes(
             reduction.backtrack(schedule[0] if schedule else "files")
         while rounds < max_rounds:
             rounds += 1
-            yield_ = {n: _run_pass(reduction, n, instances[n], on_pass) for n in order}
+            yield_: dict[str, float | None] = {}
+            for n in order:
+                reduction.settled = rounds > 1 and all(v is None for v in yield_.values())
+                yield_[n] = _run_pass(reduction, n, instances[n], on_pass)
             progress = any(v is not None for v in yield_.values())
+            reduction.settled = rounds > 1 and not progress
             if not progress:
                 progress = any(
                     _run_pass(reduction, n, instances[n], on_pass) is not None for n in last_resort
                 )
+            reduction.settled = False
             if not progress:
                 oracle = reduction.oracle
                 if oracle.cache.retesting or not oracle.policy.flaky:

@@ -57,7 +57,9 @@ class AdaptiveTimeoutRunner(RunnerWrapper):
 
     def run(self, tree: Tree, request: RunRequest) -> Outcome:
         limit = self.limit
-        if limit is None or request.timeout != self.user_timeout:
+        # Final runs (also those started during the search: prefetch.py) use the user's.
+        final = request.sample_id.startswith("final-")
+        if limit is None or request.timeout != self.user_timeout or final:
             return self.inner.run(tree, request)
         outcome = self.inner.run(tree, replace(request, timeout=limit))
         if not outcome.timed_out:

@@ -191,3 +191,16 @@ def test_final_runs_the_gate_can_never_pass_are_bad_input() -> None:
     SamplingConfig(baseline_runs=3, final_runs=3)  # 0.184³ = 0.0062 can pass
     SamplingConfig(baseline_runs=3, final_runs=2, mode=Sampling.FAST)  # not gated: its own claim
     SamplingConfig(baseline_runs=3, final_runs=0)  # 0 turns the gate off explicitly
+
+
+def test_the_check_uses_the_all_pass_lower_bound_in_closed_form() -> None:
+    """``_check_final_runs`` computes the all-pass Clopper-Pearson bound as (1 - c)^(1/n)
+    (no scipy while parsing options); it is the bound the rest of the tool computes."""
+    import math
+
+    from repomin import stats
+
+    for n in (1, 2, 3, 5, 10, 30, 200):
+        for c in (0.5, 0.9, 0.95, 0.99, 0.999):
+            exact = stats.lower_bound(n, n, c)
+            assert math.isclose((1.0 - c) ** (1.0 / n), exact, rel_tol=1e-12), (n, c)
