@@ -17,6 +17,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -126,10 +127,9 @@ def execute(
     progress = progress or NullProgress()
     started = time.monotonic()
     progress.stage("selection")
-    selected = stage.select_stage(options)
+    selected, runner = _select_and_start(options, runner_factory)
     session_root = options.session_dir or default_session_dir(options.output)
     stop = threading.Event()
-    runner = runner_factory(options)
     if reason := runner.describe().get("docker_strategy_reason"):
         strategy = runner.describe()["docker_strategy"]
         progress.notice(f"Docker runs {strategy} (slower than the sample agent): {reason}")
@@ -176,6 +176,23 @@ def execute(
         shutil.rmtree(session.root, ignore_errors=True)
     ok = (final.passed or not final.runs) and holdout["status"] in ("not_requested", "certified")
     return ReduceResult(report, report_path, 0 if ok else 1)
+
+
+def _select_and_start(
+    options: ReduceOptions, runner_factory: RunnerFactory
+) -> tuple[stage.Selected, Runner]:
+    """The selection and the runner's start-up (a cluster connection and its probe, a Docker
+    agent, the sandbox probe) overlap: both mostly wait, on files and on the engine. A failed
+    selection is reported first; a runner that started anyway is closed."""
+    with ThreadPoolExecutor(1, thread_name_prefix="repomin-start") as pool:
+        starting = pool.submit(runner_factory, options)
+        try:
+            selected = stage.select_stage(options)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                starting.result().close()
+            raise
+        return selected, starting.result()
 
 
 def _write_sidecar(options: ReduceOptions, report: dict[str, Any], tree: Tree) -> Path:
