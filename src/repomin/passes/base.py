@@ -48,29 +48,43 @@ def ddmin_delete(
     incumbent's other content unchanged). At each chunk size, every chunk is proposed in order
     (lazily, so parallel workers can speculate); after an accepted deletion the scan resumes at
     the same position. Returns the surviving units.
+
+    With batch slots (``batch_width`` > 1: a deterministic command and ``--jobs``) one
+    ``try_first`` call proposes the chunks of the current size and then those of every smaller
+    size (lazily), so a slot the last chunks of a size leave idle (one chunk of the whole
+    file, a size whose other chunks the syntax guard turns into no-ops) runs the next size's
+    first chunk. What is proposed in which order, and the first accepted, are as with one slot.
     """
     remaining = list(units)
     k = len(remaining)
+    start = 0
+    chained = getattr(problem, "batch_width", 1) > 1
     while k >= 1 and remaining:
-        start = 0
-        while start < len(remaining):
-            snapshot = list(remaining)
-            starts = list(range(start, len(snapshot), k))
+        snapshot = list(remaining)
+        sizes = [k]
+        while chained and sizes[-1] > 1:
+            sizes.append(max(1, sizes[-1] // 2))
+        tried: list[tuple[int, int]] = []
 
-            def candidates(
-                snapshot: list[U] = snapshot, starts: list[int] = starts, k: int = k
-            ) -> Iterable[tuple[Tree, str]]:
-                for s in starts:
-                    chunk = snapshot[s : s + k]
-                    yield build(snapshot[:s] + snapshot[s + k :]), describe(chunk)
+        def candidates(
+            snapshot: list[U] = snapshot,
+            sizes: list[int] = sizes,
+            first: int = start,
+            tried: list[tuple[int, int]] = tried,
+        ) -> Iterable[tuple[Tree, str]]:
+            for size in sizes:
+                for s in range(first if size == sizes[0] else 0, len(snapshot), size):
+                    tried.append((size, s))
+                    chunk = snapshot[s : s + size]
+                    yield build(snapshot[:s] + snapshot[s + size :]), describe(chunk)
 
-            won = problem.try_first(phase, candidates())
-            if won is None:
-                break
-            s = starts[won]
+        won = problem.try_first(phase, candidates())
+        if won is not None:
+            k, s = tried[won]
             remaining = snapshot[:s] + snapshot[s + k :]
             start = s
-        if k == 1:
+            continue
+        if k == 1 or chained:
             break
-        k = max(1, k // 2)
+        k, start = max(1, k // 2), 0
     return remaining
