@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -42,12 +43,15 @@ def _options(tmp_path: Path, jobs: int = 2, **sampling: object) -> ReduceOptions
     )
 
 
-def _stages(options: ReduceOptions, runner: Runner) -> dict[str, object]:
-    """Every stage in order; the records each returned."""
+def _stages(options: ReduceOptions, runner: Runner, prefetch: bool = True) -> dict[str, object]:
+    """Every stage in order; the records each returned (``prefetch``: False drops the final
+    runs in idle slots, ``prefetch.py``)."""
     selected = stage.select_stage(options)
     root = default_session_dir(options.output)
     session = stage.open_session(options, selected, root)
     ctx = build_context(options, runner, NullProgress(), threading.Event(), root, time.monotonic())
+    if not prefetch:
+        ctx = replace(ctx, prefetch=None)
     baselined = stage.baseline_stage(ctx, selected, session)
     assert session is not None and session.load_baseline() is not None  # kept for --resume
     trace = stage.trace_stage(ctx, baselined.initial)

@@ -4,43 +4,24 @@ the prefetched tree, booked as a superseded attempt otherwise, ``--jobs`` respec
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import replace
 from pathlib import Path
 
 from repomin import pipeline as stage
 from repomin.accounting import Ledger
-from repomin.app import build_context
 from repomin.policy import SamplingConfig
 from repomin.prefetch import FinalPrefetch
-from repomin.progress import NullProgress
 from repomin.report.validate import validate_report
 from repomin.runners.base import Outcome, RunRequest
-from repomin.session import default_session_dir
 from repomin.timeouts import AdaptiveTimeoutRunner
 from repomin.tree import Entry, Tree
 from tests.conftest import FakeRunner, fake_oracle
-from tests.unit.test_pipeline import _needs, _options
+from tests.unit.test_pipeline import _needs, _options, _stages
 
 
 def _reduce(tmp_path: Path, prefetch: bool) -> dict[str, object]:
     options = replace(_options(tmp_path, jobs=16), sampling=SamplingConfig(final_runs=5))
-    runner = FakeRunner(_needs)
-    selected = stage.select_stage(options)
-    root = default_session_dir(options.output)
-    session = stage.open_session(options, selected, root)
-    ctx = build_context(options, runner, NullProgress(), threading.Event(), root, time.monotonic())
-    assert ctx.prefetch is not None  # jobs > 1 and no --max-runs
-    if not prefetch:
-        ctx = replace(ctx, prefetch=None)
-    baselined = stage.baseline_stage(ctx, selected, session)
-    trace = stage.trace_stage(ctx, baselined.initial)
-    searched = stage.search_stage(ctx, baselined, trace, selected.selection.is_kept)
-    final = stage.validate_stage(ctx, searched)
-    fp = stage.export_stage(ctx, searched.tree)
-    holdout = stage.certify_stage(ctx, searched, fp)
-    report = stage.report_stage(ctx, selected, baselined, trace, searched, final, fp, holdout)
-    return {"ctx": ctx, "final": final, "report": report, "searched": searched}
+    return _stages(options, FakeRunner(_needs), prefetch)
 
 
 def test_the_final_runs_of_the_last_settled_round_are_the_final_runs(tmp_path: Path) -> None:
@@ -50,6 +31,7 @@ def test_the_final_runs_of_the_last_settled_round_are_the_final_runs(tmp_path: P
     without = _reduce(tmp_path / "b", prefetch=False)
     ctx = with_["ctx"]
     assert isinstance(ctx, stage.Context) and ctx.prefetch is not None
+    assert without["ctx"].prefetch is None  # type: ignore[attr-defined]
     assert ctx.prefetch.used == 1  # the fixpoint round's re-check left slots idle
     final, plain = with_["final"], without["final"]
     assert (final.passes, final.runs, final.passed) == (plain.passes, plain.runs, True) == (  # type: ignore[attr-defined]
