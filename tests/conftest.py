@@ -17,12 +17,11 @@ from repomin.oracle import Oracle
 from repomin.policy import SamplingConfig
 from repomin.runners.base import Outcome, Runner, RunRequest
 from repomin.tree import Tree
+from tests.stub_runner import StubRunner
 
 
-class FakeRunner:
+class FakeRunner(StubRunner):
     """A runner whose outcome is a Python function of the tree (no subprocess)."""
-
-    backend = "host"
 
     def __init__(self, fails: Callable[[Tree], bool], rate: float = 1.0, seed: int = 0) -> None:
         self.fails = fails
@@ -40,15 +39,6 @@ class FakeRunner:
         if self.fails(tree) and draw < self.rate:
             return Outcome(exit_code=1, stderr=b"Traceback...\nBUG: reproduced\n")
         return Outcome(exit_code=0, stdout=b"ok\n")
-
-    def describe(self) -> dict[str, Any]:
-        return {"backend": "host"}
-
-    def kill_all(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 def make_repo(root: Path, n_files: int, needed: list[str], *, seed: int = 1) -> list[str]:

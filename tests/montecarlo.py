@@ -26,6 +26,7 @@ from repomin.policy import SamplingConfig, SamplingPolicy
 from repomin.runners.base import Outcome, RunRequest
 from repomin.session import default_session_dir
 from repomin.tree import Tree
+from tests.stub_runner import StubRunner
 
 SOURCE_RATE = 0.9
 FILES = {"keep.txt": "needed\n", "bad.txt": "lowers the rate\n", "junk1.txt": "x\n"}
@@ -35,10 +36,8 @@ class Killed(BaseException):
     """A simulated kill of the ReproMin process at a sample."""
 
 
-class BernoulliRunner:
+class BernoulliRunner(StubRunner):
     """Reproduces with probability 0.9 / θ / 0 by which files the tree holds (seeded)."""
-
-    backend = "host"
 
     def __init__(self, seed: int, config: SamplingConfig) -> None:
         self.rng = random.Random(seed)
@@ -84,15 +83,6 @@ class BernoulliRunner:
         passes = sum(self.baseline.values())
         lower = stats.lower_bound(passes, n, self.config.confidence)
         self.theta = SamplingPolicy.learn(self.config, passes, n, lower).theta
-
-    def describe(self) -> dict[str, Any]:
-        return {"backend": "host"}
-
-    def kill_all(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,15 +18,14 @@ from repomin.reducer import Reduction, ReductionResult, run_passes
 from repomin.runners.base import Outcome, RunRequest
 from repomin.tree import Entry, Tree
 from tests.conftest import fake_oracle
+from tests.stub_runner import StubRunner
 
 
-class KeyedRunner:
+class KeyedRunner(StubRunner):
     """Reproduces with probability ``rate(tree)``, drawn from a hash of (tree digest, the
     sample's place in its candidate's sequence): the same sample of the same candidate has
     the same outcome whatever the timing, so runs with one or many candidates in flight are
     comparable sample for sample. Counts samples in flight and which trees overlap."""
-
-    backend = "host"
 
     def __init__(self, rate: Any, seed: int = 0, sleep: float = 0.0) -> None:
         self.rate = rate
@@ -67,15 +66,6 @@ class KeyedRunner:
         finally:
             with self.lock:
                 del self.running[me]
-
-    def describe(self) -> dict[str, Any]:
-        return {"backend": "host"}
-
-    def kill_all(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 # -- the slot pool and its lanes -------------------------------------------------------------

@@ -21,15 +21,14 @@ from repomin.report.human import cost_text, render_terminal
 from repomin.report.validate import validate_report
 from repomin.runners.base import Outcome, RunRequest
 from repomin.tree import Tree
+from tests.stub_runner import StubRunner
 
 WALL, CPU = 0.25, 0.125  # exact in binary: sums compare exactly
 
 
-class CostRunner:
+class CostRunner(StubRunner):
     """Fails while ``keep.txt`` is present; each run took WALL seconds, and CPU seconds of
     CPU time on the runs ``measured`` selects (by call number, from 0)."""
-
-    backend = "host"
 
     def __init__(self, measured: str) -> None:
         self.measured = measured
@@ -40,15 +39,6 @@ class CostRunner:
         cpu = {"all": CPU, "none": None, "odd": CPU if n % 2 else None}[self.measured]
         code, err = (1, b"BUG\n") if "keep.txt" in tree else (0, b"")
         return Outcome(exit_code=code, stderr=err, duration=WALL, cpu_seconds=cpu)
-
-    def describe(self) -> dict[str, Any]:
-        return {"backend": "host"}
-
-    def kill_all(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 def options(tmp_path: Path, command: str = "fake") -> ReduceOptions:

@@ -11,6 +11,7 @@ from repomin.policy import SamplingConfig
 from repomin.runners.base import Outcome, RunRequest
 from repomin.timeouts import AdaptiveTimeoutRunner, adaptive_limit
 from repomin.tree import Tree
+from tests.stub_runner import StubRunner
 
 
 def test_limit_rule() -> None:
@@ -20,10 +21,8 @@ def test_limit_rule() -> None:
     assert adaptive_limit(60.0, []) == 5.0
 
 
-class SlowRunner:
+class SlowRunner(StubRunner):
     """Every run takes ``seconds``; a run times out when its timeout is shorter."""
-
-    backend = "host"
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -34,15 +33,6 @@ class SlowRunner:
         if request.timeout < self.seconds:
             return Outcome(exit_code=None, timed_out=True, duration=request.timeout)
         return Outcome(exit_code=1, duration=self.seconds)
-
-    def describe(self) -> dict[str, Any]:
-        return {"backend": "host"}
-
-    def close(self) -> None:
-        pass
-
-    def kill_all(self) -> None:
-        pass
 
 
 def test_a_slow_candidate_is_retried_once_at_the_user_timeout() -> None:
@@ -86,11 +76,9 @@ def test_a_limit_equal_to_the_user_timeout_does_not_arm() -> None:
     assert [r.timeout for r in inner.requests] == [20.0]
 
 
-class SlowCandidates:
+class SlowCandidates(StubRunner):
     """The failure reproduces in every tree containing ``keep.txt``; a candidate (fewer than the
     5 files of the source) that keeps ``slow.txt`` takes 8 s (it times out under 8 s)."""
-
-    backend = "host"
 
     def __init__(self) -> None:
         self.timeouts: list[float] = []
@@ -103,15 +91,6 @@ class SlowCandidates:
         if "keep.txt" in tree:
             return Outcome(exit_code=1, stderr=b"BUG\n", duration=8.0 if slow else 0.01)
         return Outcome(exit_code=0, duration=0.01)
-
-    def describe(self) -> dict[str, Any]:
-        return {"backend": "host"}
-
-    def close(self) -> None:
-        pass
-
-    def kill_all(self) -> None:
-        pass
 
 
 def _reduce(tmp_path: Path, fixed: bool) -> tuple[dict[str, Any], SlowCandidates]:
