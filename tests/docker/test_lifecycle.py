@@ -127,6 +127,39 @@ def test_close_removes_everything_and_is_idempotent(client: Any) -> None:
     assert run(runner, "true").infrastructure_error == "the runner is closed"
 
 
+def test_close_waits_for_a_container_the_engine_is_still_removing(client: Any) -> None:
+    """A killed worker is auto-removed by the engine while ``close`` asks for the same; the
+    loser gets 409 at once. Here the engine's removal takes 0.5 s: ``close`` must not return
+    (and the process exit) before the container is gone."""
+    label = new_label()
+    runner = DockerRunner(image=BUSYBOX, session_label=label, client=client)
+    run(runner, "true")
+    cid = runner._all_slots[0].worker.cid
+    real, removed = runner.api, threading.Event()
+
+    class Removing:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def remove_container(self, container: str, **kwargs: Any) -> None:
+            if container == cid and not removed.is_set():
+                raise APIError("409 Conflict: removal of container is already in progress")
+            real.remove_container(container, **kwargs)
+
+    def engine_removes() -> None:
+        time.sleep(0.5)
+        real.remove_container(cid, force=True, v=True)
+        removed.set()
+
+    runner.api = runner.engine.api = Removing()
+    remover = threading.Thread(target=engine_removes)
+    remover.start()
+    runner.close()
+    assert removed.is_set()
+    assert labelled(client, label) == []
+    remover.join()
+
+
 def test_a_worker_removed_behind_its_back_is_replaced(make_runner: Any) -> None:
     runner = make_runner()
     first = run(runner, "echo one")

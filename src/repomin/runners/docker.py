@@ -33,6 +33,7 @@ import functools
 import logging
 import os
 import queue
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,6 +79,11 @@ STRATEGIES = {
     "exec": "exec-per-sample",
     "fresh": "container-per-sample",
 }
+
+
+#: How long ``close`` waits for the engine to finish removing this runner's containers.
+SWEEP_SECONDS = 20.0
+SWEEP_POLL = 0.05
 
 
 @dataclass(eq=False)
@@ -381,13 +387,31 @@ class DockerRunner:
         self._scratch.remove()
 
     def _sweep(self) -> None:
-        """Remove anything still carrying this session's label and this process as owner."""
+        """Remove anything still carrying this session's label and this process as owner, and
+        wait until the engine lists none of it.
+
+        A killed worker is auto-removed by the engine while ``remove_container`` above asks
+        for the same: the loser's 409 ("removal already in progress") returns at once, and the
+        container would outlive this process by the engine's removal time. So the sweep
+        repeats until nothing is left, at most ``SWEEP_SECONDS``.
+        """
         mine = str(os.getpid())
         label = {"label": f"{LABEL_SESSION}={self.session_label}"}
+        deadline = time.monotonic() + SWEEP_SECONDS
         try:
-            for container in self.api.containers(all=True, filters=label):
-                if (container.get("Labels") or {}).get(LABEL_PID) == mine:
-                    self.engine.remove_container(container["Id"])
+            while True:
+                left = [
+                    c["Id"]
+                    for c in self.api.containers(all=True, filters=label)
+                    if (c.get("Labels") or {}).get(LABEL_PID) == mine
+                ]
+                for cid in left:
+                    self.engine.remove_container(cid)
+                if not left or time.monotonic() > deadline:
+                    break
+                time.sleep(SWEEP_POLL)
+            if left:
+                log.warning("containers still being removed: %s", ", ".join(c[:12] for c in left))
             for volume in self.api.volumes(filters=label).get("Volumes") or []:
                 if (volume.get("Labels") or {}).get(LABEL_PID) == mine:
                     with contextlib.suppress(NotFound, APIError):
