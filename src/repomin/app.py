@@ -41,6 +41,7 @@ from repomin.runners.base import Runner
 from repomin.runners.host import HostRunner
 from repomin.session import Session, default_session_dir
 from repomin.source_access import SourceAccess, judge, source_visible
+from repomin.stats.lazy import warm
 from repomin.timeouts import AdaptiveTimeoutRunner
 from repomin.trace import TraceResult
 from repomin.tree import Tree
@@ -149,9 +150,7 @@ def execute(
             trace = stage.trace_stage(ctx, baselined.initial)
             access = _source_access(ctx, trace, session)
             keep = _keep_rate(ctx, baselined.baseline)
-            searched, final = search_and_validate(
-                ctx, baselined, trace, selected.selection.is_kept
-            )
+            searched, final = search_and_validate(ctx, baselined, trace, selected.selection.is_kept)
             fp = stage.export_stage(ctx, searched.tree)
             holdout = stage.certify_stage(ctx, searched, fp)
     except BaseException:
@@ -214,9 +213,7 @@ def _keep_rate(ctx: stage.Context, baseline: Baseline) -> KeepRate | None:
     return attach_keep_rate(ctx.oracle, baseline, confidence, options.jobs, ctx.current_pass.get)
 
 
-def _source_access(
-    ctx: stage.Context, trace: TraceResult, session: Session | None
-) -> SourceAccess:
+def _source_access(ctx: stage.Context, trace: TraceResult, session: Session | None) -> SourceAccess:
     """Stop (exit 2, nothing kept) when a visible SRC was reached by its absolute path."""
     options = ctx.options
     try:
@@ -259,7 +256,12 @@ def build_context(
     wrapped so that the display sees every run start and finish."""
     ledger = Ledger()
     timeouts = AdaptiveTimeoutRunner(runner, options.timeout)
-    runner = ObservedRunner(timeouts, progress)
+    # scipy.stats (the report's slippage test) and jsonschema (its structural check) load in a
+    # thread once the first run has started: before, selection and the runner's start-up hold
+    # the GIL (repomin.stats.lazy).
+    first_run = threading.Event()
+    warm("scipy.stats", "jsonschema", after=first_run)
+    runner = ObservedRunner(timeouts, progress, first_run)
     oracle = Oracle(
         runner=runner,
         contract=FailureContract(options.spec),
@@ -285,6 +287,14 @@ def build_context(
     if options.jobs > 1 and options.budget.max_runs is None:
         ahead = FinalPrefetch(oracle, ledger, oracle.planned_final_runs)
     return stage.Context(
-        options, runner, oracle, ledger, progress, stop, session_root, started,
-        timeouts=timeouts, prefetch=ahead,
+        options,
+        runner,
+        oracle,
+        ledger,
+        progress,
+        stop,
+        session_root,
+        started,
+        timeouts=timeouts,
+        prefetch=ahead,
     )

@@ -316,11 +316,16 @@ class ObservedRunner(RunnerWrapper):
     attributes) is the wrapped runner's, so it can stand in for it anywhere.
     """
 
-    def __init__(self, runner: Runner, progress: Progress) -> None:
+    def __init__(
+        self, runner: Runner, progress: Progress, started: threading.Event | None = None
+    ) -> None:
         super().__init__(runner)
         self._progress = progress
+        self._started = started
 
     def run(self, tree: Tree, request: RunRequest) -> Outcome:
+        if self._started is not None:
+            self._started.set()  # a run has started (app.execute defers imports until then)
         self._progress.sample_started(request.sample_id)
         try:
             return self.inner.run(tree, request)

@@ -54,7 +54,7 @@ def reduce_cmd(args: ReduceArgs) -> None:
     """Reduce SRC to the smallest tree in which COMMAND still fails the same way."""
     from repomin.stats.lazy import warm
 
-    warm("jsonschema")  # loads in a thread while the tree is selected and the baseline runs
+    warm("scipy.special")  # the first verdict's; scipy.stats waits for the first sample (app)
     from repomin.progress import make_progress
 
     progress = make_progress(quiet=args.quiet, verbose=args.verbose)

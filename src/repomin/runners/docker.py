@@ -31,13 +31,11 @@ import atexit
 import contextlib
 import functools
 import logging
-import os
 import queue
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from docker.errors import APIError, NotFound
+from docker.errors import APIError
 
 from repomin.errors import InfrastructureError, UsageError
 from repomin.runners.base import Outcome, RunRequest
@@ -45,8 +43,6 @@ from repomin.runners.docker_context import Engine, Worker
 from repomin.runners.docker_direct import run_direct
 from repomin.runners.docker_engine import (
     ENGINE_ERRORS,
-    LABEL_PID,
-    LABEL_SESSION,
     EngineFailure,
     close_socket,
     connect,
@@ -54,6 +50,7 @@ from repomin.runners.docker_engine import (
     host_memory,
     reap_stale,
     resolve_image,
+    sweep,
 )
 from repomin.runners.docker_exec import run_agent, run_exec
 from repomin.runners.docker_limits import (
@@ -79,11 +76,6 @@ STRATEGIES = {
     "exec": "exec-per-sample",
     "fresh": "container-per-sample",
 }
-
-
-#: How long ``close`` waits for the engine to finish removing this runner's containers.
-SWEEP_SECONDS = 20.0
-SWEEP_POLL = 0.05
 
 
 @dataclass(eq=False)
@@ -383,38 +375,5 @@ class DockerRunner:
         for volume in volumes:
             with contextlib.suppress(*ENGINE_ERRORS):
                 self.api.remove_volume(volume, force=True)
-        self._sweep()
+        sweep(self.api, self.session_label, engine.remove_container)
         self._scratch.remove()
-
-    def _sweep(self) -> None:
-        """Remove anything still carrying this session's label and this process as owner, and
-        wait until the engine lists none of it.
-
-        A killed worker is auto-removed by the engine while ``remove_container`` above asks
-        for the same: the loser's 409 ("removal already in progress") returns at once, and the
-        container would outlive this process by the engine's removal time. So the sweep
-        repeats until nothing is left, at most ``SWEEP_SECONDS``.
-        """
-        mine = str(os.getpid())
-        label = {"label": f"{LABEL_SESSION}={self.session_label}"}
-        deadline = time.monotonic() + SWEEP_SECONDS
-        try:
-            while True:
-                left = [
-                    c["Id"]
-                    for c in self.api.containers(all=True, filters=label)
-                    if (c.get("Labels") or {}).get(LABEL_PID) == mine
-                ]
-                for cid in left:
-                    self.engine.remove_container(cid)
-                if not left or time.monotonic() > deadline:
-                    break
-                time.sleep(SWEEP_POLL)
-            if left:
-                log.warning("containers still being removed: %s", ", ".join(c[:12] for c in left))
-            for volume in self.api.volumes(filters=label).get("Volumes") or []:
-                if (volume.get("Labels") or {}).get(LABEL_PID) == mine:
-                    with contextlib.suppress(NotFound, APIError):
-                        self.api.remove_volume(volume["Name"], force=True)
-        except ENGINE_ERRORS as exc:
-            log.warning("could not sweep session %s: %s", self.session_label, engine_error(exc))

@@ -11,9 +11,11 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import os
 import threading
+import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from docker.client import DockerClient
@@ -114,6 +116,45 @@ def _owner_dead(labels: Mapping[str, str]) -> bool:
     except (KeyError, ValueError):
         return False
     return not owner_alive(host, pid, labels.get(LABEL_PID_START, ""))
+
+
+#: How long ``sweep`` waits for the engine to finish removing a session's containers.
+SWEEP_SECONDS = 20.0
+SWEEP_POLL = 0.05
+
+
+def sweep(api: Any, session_label: str, remove_container: Callable[[str], None]) -> None:
+    """Remove anything carrying ``session_label`` and this process as owner, and wait until the
+    engine lists none of it (the end of ``DockerRunner.close``).
+
+    A killed worker is auto-removed by the engine while ``close`` asks for the same: the
+    loser's 409 ("removal already in progress") returns at once, and the container would
+    outlive this process by the engine's removal time. So the sweep repeats until nothing is
+    left, at most ``SWEEP_SECONDS``.
+    """
+    mine = str(os.getpid())
+    label = {"label": f"{LABEL_SESSION}={session_label}"}
+    deadline = time.monotonic() + SWEEP_SECONDS
+    try:
+        while True:
+            left = [
+                c["Id"]
+                for c in api.containers(all=True, filters=label)
+                if (c.get("Labels") or {}).get(LABEL_PID) == mine
+            ]
+            for cid in left:
+                remove_container(cid)
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(SWEEP_POLL)
+        if left:
+            log.warning("containers still being removed: %s", ", ".join(c[:12] for c in left))
+        for volume in api.volumes(filters=label).get("Volumes") or []:
+            if (volume.get("Labels") or {}).get(LABEL_PID) == mine:
+                with contextlib.suppress(NotFound, APIError):
+                    api.remove_volume(volume["Name"], force=True)
+    except ENGINE_ERRORS as exc:
+        log.warning("could not sweep session %s: %s", session_label, engine_error(exc))
 
 
 def reap_stale(client: Any) -> int:

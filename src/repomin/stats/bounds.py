@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from repomin.stats.lazy import scipy_stats
+from repomin.stats.lazy import scipy_special
 
 __all__ = [
     "amplified_rate",
@@ -38,13 +38,14 @@ def _check_open_unit(name: str, value: float) -> None:
 def lower_bound(k: int, n: int, confidence: float) -> float:
     """One-sided Clopper–Pearson lower bound on p after ``k`` passes in ``n`` runs.
 
-    ``beta.ppf(1 - c, k, n - k + 1)``; 0.0 when ``k == 0`` (which covers ``n == 0``).
+    ``beta.ppf(1 - c, k, n - k + 1)``; 0.0 when ``k == 0`` (which covers ``n == 0``). Computed
+    as ``scipy.special.betaincinv``, which ``beta.ppf`` calls: the same float (tested).
     """
     _check_counts(k, n)
     _check_open_unit("confidence", confidence)
     if k == 0:
         return 0.0
-    return float(scipy_stats().beta.ppf(1.0 - confidence, k, n - k + 1))
+    return float(scipy_special().betaincinv(k, n - k + 1, 1.0 - confidence))
 
 
 def upper_bound(k: int, n: int, confidence: float) -> float:
@@ -53,15 +54,19 @@ def upper_bound(k: int, n: int, confidence: float) -> float:
     _check_open_unit("confidence", confidence)
     if k == n:
         return 1.0
-    return float(scipy_stats().beta.ppf(confidence, k + 1, n - k))
+    return float(scipy_special().betaincinv(k + 1, n - k, confidence))
 
 
 def binom_pvalue(k: int, n: int, p0: float) -> float:
-    """Exact p-value of H0: p <= p0 after ``k`` passes in ``n`` runs: ``P(Bin(n, p0) >= k)``."""
+    """Exact p-value of H0: p <= p0 after ``k`` passes in ``n`` runs: ``P(Bin(n, p0) >= k)``,
+    as the regularized incomplete beta ``I_p0(k, n - k + 1)`` (``binom.sf(k - 1, n, p0)``
+    computes the same float: tested)."""
     _check_counts(k, n)
     if not 0.0 <= p0 <= 1.0:
         raise ValueError(f"p0 must lie in [0, 1], got {p0!r}")
-    return float(scipy_stats().binom.sf(k - 1, n, p0))
+    if k == 0:
+        return 1.0
+    return float(scipy_special().betainc(k, n - k + 1, p0))
 
 
 def zero_failure_runs(theta: float, alpha: float) -> int:

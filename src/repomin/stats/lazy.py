@@ -1,12 +1,19 @@
-"""``scipy.stats``, imported on first use, and warmed in the background by the CLI.
+"""scipy, imported on first use, and warmed in the background by ``repomin reduce``.
 
-Importing ``scipy.stats`` costs about a second on a loaded 2-core machine (measured: 2.1 s of
-``repomin reduce``'s start-up at load 4, under ``-X importtime``) and nothing needs it before
-the first baseline sample has finished. So the statistics modules ask for it here when they
-compute, and ``repomin reduce`` starts :func:`warm` before it selects the tree: the import runs
-in a daemon thread while the main thread selects, connects and waits for the first samples
-(subprocesses). Python's per-module import lock makes a caller that arrives first wait for the
-thread's import to finish; the numbers computed are the same either way.
+Importing ``scipy.stats`` costs 1.1 s of CPU on this 2-core machine (``scipy.special``: 0.35 s,
+measured with ``python -c``), all of it holding the GIL. The verdicts of every sample
+(Clopper–Pearson bounds, binomial p-values, the sequential tables) need only
+``scipy.special``'s incomplete beta and its inverse, which ``scipy.stats``' ``beta.ppf`` and
+``binom.sf`` call themselves, so they give the same floats (tested on a grid). Only the
+report's slippage comparison (Fisher's exact test) and the holdout plan need ``scipy.stats``.
+
+So ``repomin reduce`` warms ``scipy.special`` at once (the first baseline verdict needs it) and
+``scipy.stats`` and ``jsonschema`` (the report's structural check) only after the first
+sample has started: before that the main thread selects the tree and the runner starts (a
+cluster connection), both holding the GIL too, and an import beside them delayed the first
+sample (measured in ``benchmarks/cluster.py``'s 16-worker run: see ARCHITECTURE.md). Python's
+per-module import lock makes a caller that arrives first wait for the thread's import to
+finish; the numbers computed are the same either way.
 """
 
 from __future__ import annotations
@@ -14,6 +21,9 @@ from __future__ import annotations
 import importlib
 import threading
 from typing import Any
+
+#: How long a deferred warm-up waits for its event before importing anyway.
+WAIT_SECONDS = 30.0
 
 
 def scipy_stats() -> Any:
@@ -23,17 +33,24 @@ def scipy_stats() -> Any:
     return scipy.stats
 
 
-def warm(*also: str) -> None:
-    """Import ``scipy.stats``, then the modules ``also``, in a daemon thread (returns at once).
-    ``repomin reduce`` adds ``jsonschema``: the report's structural check needs it only at the
-    end, where importing it cost 0.3-0.75 s of the 16-worker cluster benchmark's wall."""
+def scipy_special() -> Any:
+    """The ``scipy.special`` module (imported now if it is not yet)."""
+    import scipy.special
+
+    return scipy.special
+
+
+def warm(*modules: str, after: threading.Event | None = None) -> None:
+    """Import ``modules`` in order in a daemon thread (returns at once); with ``after``, the
+    thread first waits for that event (at most ``WAIT_SECONDS``)."""
 
     def run() -> None:
-        scipy_stats()
-        for name in also:
+        if after is not None:
+            after.wait(WAIT_SECONDS)
+        for name in modules:
             importlib.import_module(name)
 
-    threading.Thread(target=run, name="repomin-import-scipy", daemon=True).start()
+    threading.Thread(target=run, name="repomin-import", daemon=True).start()
 
 
-__all__ = ["scipy_stats", "warm"]
+__all__ = ["scipy_special", "scipy_stats", "warm"]

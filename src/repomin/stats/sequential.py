@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from repomin.stats.bounds import zero_failure_runs
-from repomin.stats.lazy import scipy_stats
+from repomin.stats.lazy import scipy_special
 
 __all__ = [
     "DESIGN_VERSION",
@@ -94,14 +94,14 @@ def _pvalue_table(theta: float, cap: int, width: int) -> _FloatTable:
     """``table[t, f] = binom.sf(t - f - 1, t, θ)``; +inf where ``f > t`` (no such state).
 
     Decisions and the dynamic programme both read this one table, so they compare the very
-    same floats against α'.
+    same floats against α'. Computed as ``I_θ(k, t - k + 1)`` (``k = t - f`` passes; 1 at k = 0),
+    the floats ``binom.sf`` gives (tested).
     """
     runs = np.arange(cap + 1)[:, None]
-    failures = np.arange(width)[None, :]
-    passes = runs - failures
-    valid = passes >= 0
-    values = scipy_stats().binom.sf(np.where(valid, passes - 1, -1), runs, theta)
-    table = np.where(valid, values, np.inf).astype(np.float64)
+    passes = runs - np.arange(width)[None, :]
+    upper = scipy_special().betainc(np.maximum(passes, 1), runs - passes + 1, theta)
+    values = np.where(passes >= 1, upper, 1.0)
+    table = np.where(passes >= 0, values, np.inf).astype(np.float64)
     table.setflags(write=False)
     return table
 
