@@ -50,3 +50,71 @@ def test_a_verdict_does_not_import_scipy_stats() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_holdout_critical_passes_and_plan_are_those_of_scipy_stats() -> None:
+    from repomin.stats.holdout import _critical_passes, suggest_holdout_runs
+
+    runs = np.arange(1, 2001)
+    for p0 in (0.01, 0.05, 0.1118, 0.3, 0.5, 0.9, 0.99):
+        for alpha in (0.001, 0.0304, 0.05, 0.2):
+            # The definition, with scipy.stats: the smallest K with binom.sf(K - 1) <= alpha.
+            sf = binom.sf(np.arange(-1, 2001)[None, :], runs[:, None], p0)  # column K = k + 1
+            ok = (sf <= alpha) & (np.arange(0, 2002)[None, :] <= runs[:, None] + 1)
+            expected = np.where(ok.any(axis=1), ok.argmax(axis=1), runs + 1)
+            expected = np.minimum(expected, runs + 1)
+            assert np.array_equal(_critical_passes(runs, p0, alpha), expected), (p0, alpha)
+    for rate, p0 in ((0.5, 0.1), (0.8, 0.3), (0.95, 0.05), (1.0, 0.3)):
+        n = suggest_holdout_runs(rate, p0, 0.05)
+        k = _critical_passes(np.array([n]), p0, 0.05)[0]
+        assert binom.sf(k - 1, n, rate) >= 0.8  # reaches the power ...
+        for m in range(1, n):  # ... and no smaller holdout does (by scipy.stats' numbers)
+            km = _critical_passes(np.array([m]), p0, 0.05)[0]
+            assert binom.sf(km - 1, m, rate) < 0.8, (rate, p0, m)
+
+
+def test_the_fisher_tail_is_the_exact_hypergeometric_sum_and_scipys_float() -> None:
+    from fractions import Fraction
+    from math import comb
+
+    from scipy.stats import fisher_exact
+
+    from repomin.stats.slippage import _one_sided
+
+    for n in range(1, 9):
+        for m in range(1, 9):
+            for a in range(n + 1):
+                for b in range(m + 1):
+                    s = a + b
+                    exact_hi = sum(
+                        Fraction(comb(s, x) * comb(n + m - s, n - x), comb(n + m, n))
+                        for x in range(a, min(n, s) + 1)
+                    )
+                    assert _one_sided(a, n, b, m, True) == float(exact_hi)
+                    for higher in (True, False):
+                        ref = fisher_exact(
+                            [[a, n - a], [b, m - b]], alternative="greater" if higher else "less"
+                        ).pvalue
+                        got = _one_sided(a, n, b, m, higher)
+                        assert got == pytest.approx(min(1.0, ref), rel=1e-13, abs=0)
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n, m = (int(x) for x in rng.integers(1, 3000, 2))
+        a, b = int(rng.integers(0, n + 1)), int(rng.integers(0, m + 1))
+        for higher in (True, False):
+            ref = fisher_exact([[a, n - a], [b, m - b]], "greater" if higher else "less").pvalue
+            if ref > 1e-300:
+                assert _one_sided(a, n, b, m, higher) == pytest.approx(min(1.0, ref), rel=1e-13)
+
+
+def test_slippage_and_the_holdout_do_not_import_scipy_stats() -> None:
+    code = (
+        "import sys\n"
+        "from repomin.stats.slippage import compare\n"
+        "from repomin.stats.holdout import holdout_test, suggest_holdout_runs\n"
+        "compare(3, 10, 9, 10, alpha=0.05); holdout_test(18, 20, 0.5, 0.05)\n"
+        "suggest_holdout_runs(0.8, 0.3, 0.05)\n"
+        "print('scipy.stats' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -54,7 +54,7 @@ def reduce_cmd(args: ReduceArgs) -> None:
     """Reduce SRC to the smallest tree in which COMMAND still fails the same way."""
     from repomin.stats.lazy import warm
 
-    warm("scipy.special")  # the first verdict's; scipy.stats waits for the first sample (app)
+    warm("scipy.special")  # the first verdict's (nothing imports scipy.stats: stats.lazy)
     from repomin.progress import make_progress
 
     progress = make_progress(quiet=args.quiet, verbose=args.verbose)

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from repomin.stats.bounds import binom_pvalue, lower_bound, upper_bound, zero_failure_runs
-from repomin.stats.lazy import scipy_stats
+from repomin.stats.lazy import scipy_special
 
 __all__ = [
     "MAX_SUGGESTED_HOLDOUT_RUNS",
@@ -58,19 +58,30 @@ class HoldoutResult:
     certified: bool
 
 
+def _at_least(k: _IntArray, runs: _IntArray, p: float) -> npt.NDArray[np.float64]:
+    """``P(Bin(runs, p) >= k)`` elementwise: ``binom.sf(k - 1, runs, p)``, computed as the
+    incomplete beta ``I_p(k, runs - k + 1)`` that ``binom.sf`` calls (the same floats,
+    tests/unit/test_stats_special.py) without importing ``scipy.stats``."""
+    inside = (k >= 1) & (k <= runs)
+    a = np.where(inside, k, 1)
+    b = np.where(inside, runs - k + 1, 1)
+    tail = np.asarray(scipy_special().betainc(a, b, p), dtype=np.float64)
+    return np.where(k <= 0, 1.0, np.where(k > runs, 0.0, tail))
+
+
 def _critical_passes(runs: _IntArray, p0: float, alpha: float) -> _IntArray:
-    """Vectorised :func:`critical_passes`: smallest K with ``binom.sf(K - 1, n, p0) <= alpha``."""
-    guess = scipy_stats().binom.isf(alpha, runs, p0)
-    k = np.clip(np.nan_to_num(guess, nan=0.0), 0, runs).astype(np.int64) + 1
-    k = np.minimum(k, runs + 1)
+    """Vectorised :func:`critical_passes`: smallest K with ``P(Bin(n, p0) >= K) <= alpha``."""
+    z = float(scipy_special().ndtri(1.0 - alpha))  # a normal guess, then the exact walk
+    guess = np.ceil(runs * p0 + z * np.sqrt(runs * p0 * (1.0 - p0)))
+    k = np.clip(np.nan_to_num(guess, nan=0.0), 0, runs + 1).astype(np.int64)
     # Walk to the exact boundary of the same float p-values that holdout_test compares.
     while True:
-        too_low = (k <= runs) & (scipy_stats().binom.sf(k - 1, runs, p0) > alpha)
+        too_low = (k <= runs) & (_at_least(k, runs, p0) > alpha)
         if not too_low.any():
             break
         k = k + too_low
     while True:
-        too_high = (k >= 1) & (scipy_stats().binom.sf(k - 2, runs, p0) <= alpha)
+        too_high = (k >= 1) & (_at_least(k - 1, runs, p0) <= alpha)
         if not too_high.any():
             break
         k = k - too_high
@@ -143,7 +154,7 @@ def suggest_holdout_runs(rate: float, p0: float, alpha: float, power: float = 0.
     _check_open_unit("power", power)
     runs = np.arange(1, MAX_SUGGESTED_HOLDOUT_RUNS + 1, dtype=np.int64)
     k_crit = _critical_passes(runs, p0, alpha)
-    achieved = scipy_stats().binom.sf(k_crit - 1, runs, rate)
+    achieved = _at_least(k_crit, runs, rate)
     reaching = np.flatnonzero(achieved >= power)
     if reaching.size == 0:
         raise ValueError(
