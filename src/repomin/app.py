@@ -256,10 +256,11 @@ def build_context(
     wrapped so that the display sees every run start and finish."""
     ledger = Ledger()
     timeouts = AdaptiveTimeoutRunner(runner, options.timeout)
-    # jsonschema (the report's structural check) loads in a thread once the first run has
-    # started: before, selection and the runner's start-up hold the GIL (repomin.stats.lazy).
+    # scipy.special (the first verdict's) and jsonschema (the report's structural check) load
+    # in a thread once the first run has started: before, selection and the runner's start-up
+    # hold the GIL (repomin.stats.lazy).
     first_run = threading.Event()
-    warm("jsonschema", after=first_run)
+    warm("scipy.special", "jsonschema", after=first_run)
     runner = ObservedRunner(timeouts, progress, first_run)
     oracle = Oracle(
         runner=runner,

@@ -52,9 +52,6 @@ def cli() -> None:
 @errors_to_exit
 def reduce_cmd(args: ReduceArgs) -> None:
     """Reduce SRC to the smallest tree in which COMMAND still fails the same way."""
-    from repomin.stats.lazy import warm
-
-    warm("scipy.special")  # the first verdict's (nothing imports scipy.stats: stats.lazy)
     from repomin.progress import make_progress
 
     progress = make_progress(quiet=args.quiet, verbose=args.verbose)
