@@ -59,6 +59,9 @@ def reduce_cmd(args: ReduceArgs) -> None:
     try:
         from repomin.app import execute
 
+        # Everything imported so far lives until exit: out of the collector's way (its full
+        # collections would walk every object of click, numpy and the pipeline again and again).
+        gc.freeze()
         options = to_options(args)
         result = execute(options, progress)
     finally:
