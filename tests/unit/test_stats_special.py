@@ -40,14 +40,21 @@ def test_the_sequential_table_is_binom_sf_to_the_bit(theta: float) -> None:
     assert np.array_equal(table, expected)
 
 
-def test_a_verdict_does_not_import_scipy_stats() -> None:
-    code = (
-        "import sys\n"
+@pytest.mark.parametrize(
+    "code",
+    [
         "from repomin.stats.bounds import lower_bound, binom_pvalue\n"
         "from repomin.stats.sequential import _pvalue_table\n"
-        "lower_bound(3, 5, 0.95); binom_pvalue(3, 5, 0.2); _pvalue_table(0.2, 10, 4)\n"
-        "print('scipy.stats' in sys.modules)\n"
-    )
+        "lower_bound(3, 5, 0.95); binom_pvalue(3, 5, 0.2); _pvalue_table(0.2, 10, 4)\n",
+        "from repomin.stats.slippage import compare\n"
+        "from repomin.stats.holdout import holdout_test, suggest_holdout_runs\n"
+        "compare(3, 10, 9, 10, alpha=0.05); holdout_test(18, 20, 0.5, 0.05)\n"
+        "suggest_holdout_runs(0.8, 0.3, 0.05)\n",
+    ],
+    ids=["verdicts", "slippage-and-holdout"],
+)
+def test_nothing_imports_scipy_stats(code: str) -> None:
+    code = "import sys\n" + code + "print('scipy.stats' in sys.modules)\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -105,16 +112,3 @@ def test_the_fisher_tail_is_the_exact_hypergeometric_sum_and_scipys_float() -> N
             ref = fisher_exact([[a, n - a], [b, m - b]], "greater" if higher else "less").pvalue
             if ref > 1e-300:
                 assert _one_sided(a, n, b, m, higher) == pytest.approx(min(1.0, ref), rel=1e-13)
-
-
-def test_slippage_and_the_holdout_do_not_import_scipy_stats() -> None:
-    code = (
-        "import sys\n"
-        "from repomin.stats.slippage import compare\n"
-        "from repomin.stats.holdout import holdout_test, suggest_holdout_runs\n"
-        "compare(3, 10, 9, 10, alpha=0.05); holdout_test(18, 20, 0.5, 0.05)\n"
-        "suggest_holdout_runs(0.8, 0.3, 0.05)\n"
-        "print('scipy.stats' in sys.modules)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
