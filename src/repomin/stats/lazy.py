@@ -11,8 +11,8 @@ after the first sample had started, and that thread's GIL time slowed the dispat
 search's first rounds (measured in ``benchmarks/cluster.py``'s 16-worker run: see
 ARCHITECTURE.md).
 
-``repomin reduce`` warms ``scipy.special`` at once (the first baseline verdict needs it) and
-``jsonschema`` (the report's structural check, 0.1 s of CPU) only after the first sample has
+``repomin reduce`` warms ``scipy.special`` (the first baseline verdict needs it) and
+``jsonschema`` (the report's structural check, 0.1 s of CPU) once the first sample has
 started: before that the main thread selects the tree and the runner starts (a cluster
 connection), both holding the GIL too. Python's per-module import lock makes a caller that
 arrives first wait for the thread's import to finish; the numbers computed are the same
