@@ -32,12 +32,13 @@ from repomin.failure.contract import FailureContract
 from repomin.gate import search_and_validate
 from repomin.options import STRATEGY_VERSION, ReduceOptions, parse_env, plan_schedule
 from repomin.oracle import Oracle, OracleHooks
+from repomin.parallel import in_background
 from repomin.prefetch import FinalPrefetch
 from repomin.progress import NullProgress, ObservedRunner, Progress
 from repomin.rate_guard import KeepRate, attach_keep_rate
 from repomin.report.human import files_of_tree, render_repomin_md
 from repomin.report.io import write_json_atomic, write_text_atomic
-from repomin.runners.base import Runner
+from repomin.runners.base import Outcome, Runner
 from repomin.runners.host import HostRunner
 from repomin.session import Session, default_session_dir
 from repomin.source_access import SourceAccess, judge, source_visible
@@ -146,8 +147,7 @@ def execute(
         with _signals_stop(stop, runner), _drop_unstarted(session, options):
             ctx = build_context(options, runner, progress, stop, session_root, started)
             progress.start()
-            baselined = stage.baseline_stage(ctx, selected, session)
-            trace = stage.trace_stage(ctx, baselined.initial)
+            baselined, trace = _baseline_and_trace(ctx, selected, session)
             access = _source_access(ctx, trace, session)
             keep = _keep_rate(ctx, baselined.baseline)
             searched, final = search_and_validate(ctx, baselined, trace, selected.selection.is_kept)
@@ -192,6 +192,36 @@ def _select_and_start(
                 starting.result().close()
             raise
         return selected, starting.result()
+
+
+def _baseline_and_trace(
+    ctx: stage.Context, selected: stage.Selected, session: Session | None
+) -> tuple[stage.Baselined, TraceResult]:
+    """The baseline, then the first traced run. With several slots on a fresh start the
+    traced run (an event, several samples long) starts beside the baseline's samples instead
+    of after them, on the same tree; only its verdict on the failure waits for the baseline
+    (which may pin the signature it is judged by)."""
+    options = ctx.options
+    if options.jobs <= 1 or options.resume or "trace" not in options.schedule:
+        baselined = stage.baseline_stage(ctx, selected, session)
+        return baselined, stage.trace_stage(ctx, baselined.initial)
+    judged = threading.Event()
+
+    def reproduces(outcome: Outcome) -> bool:
+        judged.wait()
+        return ctx.oracle.contract.reproduces(outcome)
+
+    running = in_background(lambda: stage.traced_run(ctx, selected.source, reproduces=reproduces))
+    try:
+        baselined = stage.baseline_stage(ctx, selected, session)
+    except BaseException:
+        judged.set()
+        ctx.runner.kill_all()  # the traced run does not outlive a failed baseline
+        with contextlib.suppress(Exception):
+            running.result()
+        raise
+    judged.set()
+    return baselined, stage.trace_stage(ctx, baselined.initial, running=running)
 
 
 def _write_sidecar(options: ReduceOptions, report: dict[str, Any], tree: Tree) -> Path:

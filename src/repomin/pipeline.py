@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -27,23 +28,16 @@ from repomin.fingerprint import Fingerprint
 from repomin.holdout import not_requested, run_holdout
 from repomin.options import ReduceOptions
 from repomin.oracle import Oracle, StopSearch
-from repomin.passes import REGISTRY, Pass
-from repomin.passes.hints import SearchHints, attach
-from repomin.passes.ordered import wrap_unsettled
-from repomin.passes.refs import RefsCut
-from repomin.passes.restart import bind_restart
-from repomin.passes.semantic import SemanticReduce
-from repomin.passes.trace import TraceCut
+from repomin.passes.instances import pass_instances
 from repomin.prefetch import FinalPrefetch
 from repomin.progress import Progress
 from repomin.rate_guard import CurrentPass, KeepRate, slippage_record
 from repomin.reducer import Mutation, Reduction, ReductionResult, run_passes
-from repomin.refs import distances as refs_distances
 from repomin.report import execution as rx
 from repomin.report.build import ReportInputs, build_report
-from repomin.runners.base import Runner
+from repomin.runners.base import Outcome, Runner
 from repomin.selection import Selection, SelectionOptions, select
-from repomin.semantic import SemanticClient, describe_spec, failure_context, no_provenance
+from repomin.semantic import no_provenance
 from repomin.session import Session, StoredBaseline
 from repomin.source_access import SourceAccess, forbidden_roots, source_visible
 from repomin.timeouts import AdaptiveTimeoutRunner
@@ -173,29 +167,43 @@ def _run_baseline(ctx: Context, selected: Selected, session: Session | None) -> 
 
 
 def trace_stage(
-    ctx: Context, tree: Tree, methods: tuple[str, ...] = ("strace", "atime")
+    ctx: Context,
+    tree: Tree,
+    methods: tuple[str, ...] = ("strace", "atime"),
+    running: Future[TraceResult] | None = None,
 ) -> TraceResult:
     """One traced run of the command for the trace-guided cut (see ``repomin.trace``); also
-    the re-traced cut's callback (with the first run's method). An event, not a sample."""
-    options = ctx.options
-    if "trace" not in options.schedule:
+    the re-traced cut's callback (with the first run's method). An event, not a sample.
+    ``running``: the run already started (:func:`traced_run` beside the baseline)."""
+    if "trace" not in ctx.options.schedule:
         return disabled()
-    ctx.progress.stage("traced run", 1)
+    if running is None:
+        ctx.progress.stage("traced run", 1)
+    result = running.result() if running is not None else traced_run(ctx, tree, methods)
+    rx.trace_event(ctx.ledger, result, tree)
+    if ctx.current_pass.name is not None:  # a re-trace inside a pass: show the pass again
+        ctx.progress.stage(ctx.current_pass.name)
+    return result
+
+
+def traced_run(
+    ctx: Context,
+    tree: Tree,
+    methods: tuple[str, ...] = ("strace", "atime"),
+    reproduces: Callable[[Outcome], bool] | None = None,
+) -> TraceResult:
+    """The traced run itself, no event (``reproduces``: the failure contract by default)."""
     request = ctx.oracle.request
-    result = trace_opened_files(
+    return trace_opened_files(
         ctx.runner,
         tree,
         request.command,
         request.env,
         request.timeout,
         methods=methods,
-        reproduces=ctx.oracle.contract.reproduces,
-        forbidden=forbidden_roots(options.src) if source_visible(ctx.runner) else (),
+        reproduces=reproduces or ctx.oracle.contract.reproduces,
+        forbidden=forbidden_roots(ctx.options.src) if source_visible(ctx.runner) else (),
     )
-    rx.trace_event(ctx.ledger, result, tree)
-    if ctx.current_pass.name is not None:  # a re-trace inside a pass: show the pass again
-        ctx.progress.stage(ctx.current_pass.name)
-    return result
 
 
 # -- search -----------------------------------------------------------------------------------
@@ -225,7 +233,7 @@ def search_stage(
     result = run_passes(
         reduction,
         options.schedule,
-        passes=_passes(options, trace, lambda tree: trace_stage(ctx, tree, (trace.method,))),
+        passes=pass_instances(options, trace, lambda tree: trace_stage(ctx, tree, (trace.method,))),
         on_pass=lambda name: _on_pass(ctx, name),
         backtrack_first=baselined.backtrack,
     )
@@ -257,33 +265,6 @@ def _on_accept(ctx: Context, session: Session | None, m: Mutation) -> None:
     ctx.progress.message(
         f"{m.phase}: {m.description} -> {m.tree.file_count} files, {m.tree.byte_count} B"
     )
-
-
-def _passes(
-    options: ReduceOptions,
-    trace: TraceResult,
-    retrace: Callable[[Tree], TraceResult] | None = None,
-) -> dict[str, Pass]:
-    """Pass instances; the trace cut, the semantic pass and the search hints (trace and
-    reference-distance priors of the learning deletion search, the re-trace callback) get
-    their inputs here."""
-    instances: dict[str, Pass] = {name: REGISTRY[name]() for name in options.schedule}
-    hints = SearchHints(
-        retrace=retrace if trace.usable else None,
-        distances=lambda tree: refs_distances(tree, command=options.command),
-    )
-    hints.update_trace(trace)
-    if "trace" in instances:
-        instances["trace"] = TraceCut(trace)
-    if "refs" in instances:
-        instances["refs"] = RefsCut(options.command)
-    if "semantic" in instances and options.semantic is not None:
-        context = failure_context(options.command, describe_spec(options.spec))
-        instances["semantic"] = SemanticReduce(SemanticClient(options.semantic), context)
-    attach(instances, hints)
-    wrap_unsettled(instances)
-    bind_restart(instances)
-    return instances
 
 
 # -- validate, export, certify ----------------------------------------------------------------

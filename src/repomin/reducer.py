@@ -20,7 +20,7 @@ from repomin.lanes import Lane, first_accepted_lanes
 from repomin.oracle import Cancelled, Oracle, StopSearch, Verdict
 from repomin.parallel import first_accepted
 from repomin.passes import REGISTRY, STALL_ONLY, Pass
-from repomin.passes.base import Combine, Speculate
+from repomin.passes.base import Combine, Settling, Speculate, deferred
 from repomin.tree import Tree
 
 
@@ -305,10 +305,10 @@ def run_passes(
     """Run passes to a fixpoint, most productive (bytes removed per sample) first.
 
     Passes in :data:`~repomin.passes.STALL_ONLY` run only in a round where the others made no
-    progress; if they then make progress, the normal passes get another round. ``on_pass``
-    sees the name of every pass as it starts (the live display's stage). ``backtrack_first``
-    (a failed payload gate) backtracks the incumbent before the first round.
-    """
+    progress; if they then make progress, the normal passes get another round. A deferred
+    pass (``passes.base.Deferred``) is settled after the pass that follows it. ``on_pass``
+    sees every pass as it starts (the live display's stage); ``backtrack_first`` (a failed
+    payload gate) backtracks the incumbent before the first round."""
     instances: dict[str, Pass] = passes or {name: REGISTRY[name]() for name in schedule}
     order = [n for n in schedule if n not in STALL_ONLY]
     last_resort = [n for n in schedule if n in STALL_ONLY]
@@ -322,6 +322,8 @@ def run_passes(
             for n in order:
                 reduction.settled = rounds > 1 and all(v is None for v in yield_.values())
                 yield_[n] = _run_pass(reduction, n, instances[n], on_pass)
+                _settle(reduction, instances, yield_, n, on_pass)
+            _settle(reduction, instances, yield_, None, on_pass)
             progress = any(v is not None for v in yield_.values())
             reduction.settled = rounds > 1 and not progress
             if not progress:
@@ -347,6 +349,9 @@ def run_passes(
             order = _files_first(order)
     except StopSearch as stop:
         return _result(reduction, stop.reason, rounds)
+    finally:  # a stopped search waits for background work and proposes nothing from it
+        for _, instance in deferred(instances):
+            instance.drop()
     return _result(reduction, "max_rounds", rounds)
 
 
@@ -368,8 +373,7 @@ def _run_pass(
     started = time.monotonic()
     try:
         instance.run(reduction)
-    finally:
-        # A pass stopped by the budget or an interrupt still reports the time it ran.
+    finally:  # a pass stopped by the budget or an interrupt still reports the time it ran
         reduction.ledger.add_duration(name, time.monotonic() - started)
     if reduction.current.digest == before.digest:
         return None
@@ -377,7 +381,20 @@ def _run_pass(
     return gained / max(1, reduction.oracle.samples - samples_before)
 
 
+def _settle(
+    reduction: Reduction,
+    instances: dict[str, Pass],
+    yield_: dict[str, float | None],
+    ran: str | None,
+    on_pass: Callable[[str], None] | None,
+) -> None:
+    """Finish the background work of every pass but ``ran`` (it ran beside ``ran``)."""
+    for name, instance in deferred(instances, but=ran):
+        gained = _run_pass(reduction, name, Settling(instance), on_pass)
+        if gained is not None:
+            yield_[name] = (yield_.get(name) or 0.0) + gained
+
+
 def _files_first(order: list[str]) -> list[str]:
-    """File deletion always runs before content passes: it is the cheapest per byte. The
-    trace cut (which re-traces after content edits) runs just before it."""
+    """File deletion (the cheapest per byte) first, after the trace cut (it re-traces)."""
     return sorted(order, key=lambda n: 0 if n == "trace" else 1 if n == "files" else 2)

@@ -318,3 +318,61 @@ def test_retrace_that_does_not_reproduce_is_not_used() -> None:
     problem._current = problem.current.replace("main.txt", b"load\n")
     cut.run(problem)
     assert problem.calls == 0 and set(problem.current.entries) == {"main.txt", "a", "b"}
+
+
+class _TwoSlots(PredicateProblem):
+    batch_width = 2  # as the reducer offers with --jobs 2 and a deterministic command
+
+
+def test_with_two_slots_a_round_start_retrace_runs_in_the_background_until_settled() -> None:
+    import threading
+
+    from repomin.passes.base import Deferred
+    from repomin.passes.hints import SearchHints
+
+    tree = text_tree({"main.txt": "load x.txt\nload y.txt\nBUG\n", "x.txt": "", "y.txt": ""})
+    release = threading.Event()
+    threads: list[bool] = []
+
+    def retrace(t: Tree) -> TraceResult:
+        threads.append(threading.current_thread() is threading.main_thread())
+        release.wait(10)
+        return TraceResult("strace", _loads(t), "ok", reproduced=True)
+
+    cut = TraceCut(TraceResult("strace", _loads(tree), "ok"))
+    cut.hints = SearchHints(retrace=retrace)
+    problem = _TwoSlots(tree, lambda t: "main.txt" in t.entries)
+    assert isinstance(cut, Deferred)
+    cut.run(problem)  # the first cut uses the first trace: nothing to wait for
+    assert not cut.pending() and not threads
+    problem._current = problem.current.replace("main.txt", b"load x.txt\nBUG\n")
+    cut.run(problem)  # returns while the traced run is still going
+    assert cut.pending() and problem.calls == 0
+    assert set(problem.current.entries) == {"main.txt", "x.txt", "y.txt"}
+    release.set()
+    cut.settle(problem)
+    assert threads == [False]  # it ran beside the caller, not on its thread
+    assert not cut.pending() and set(problem.current.entries) == {"main.txt", "x.txt"}
+    cut.settle(problem)  # nothing pending: nothing happens
+    assert problem.calls == 1
+
+
+def test_a_dropped_background_retrace_proposes_nothing() -> None:
+    from repomin.passes.hints import SearchHints
+
+    tree = text_tree({"main.txt": "load a\n", "a": "", "b": ""})
+    traced: list[Tree] = []
+
+    def retrace(t: Tree) -> TraceResult:
+        traced.append(t)
+        return TraceResult("strace", frozenset({"main.txt"}), "ok", reproduced=True)
+
+    cut = TraceCut(TraceResult("strace", frozenset({"main.txt", "a", "b"}), "ok"))
+    cut.hints = SearchHints(retrace=retrace)
+    problem = _TwoSlots(tree, lambda t: True)
+    cut.run(problem)
+    problem._current = problem.current.replace("main.txt", b"load\n")
+    cut.run(problem)
+    cut.drop()
+    assert len(traced) == 1 and not cut.pending()
+    assert problem.calls == 0 and set(problem.current.entries) == {"main.txt", "a", "b"}

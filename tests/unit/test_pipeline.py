@@ -16,7 +16,7 @@ from repomin.failure.contract import FailureSpec
 from repomin.policy import Sampling, SamplingConfig
 from repomin.progress import NullProgress
 from repomin.report.validate import validate_report
-from repomin.runners.base import Runner
+from repomin.runners.base import TRACE_SAMPLE_ID, Outcome, Runner, RunRequest
 from repomin.selection import select
 from repomin.session import default_session_dir
 from repomin.tree import Tree
@@ -152,3 +152,66 @@ def test_a_failing_baseline_leaves_no_session(tmp_path: Path) -> None:
         execute(options, runner_factory=lambda _: FakeRunner(lambda t: False))
     assert not default_session_dir(options.output).exists()
     assert not options.output.exists()
+
+
+class _Timed(FakeRunner):
+    """FakeRunner that takes time and notes when each run started and ended (the traced run,
+    several samples long, by its sample id); ``kill_all`` ends a traced run at once."""
+
+    def __init__(self, fails: object) -> None:
+        super().__init__(fails)  # type: ignore[arg-type]
+        self.spans: list[tuple[str, float, float]] = []
+        self.killed = threading.Event()
+
+    def run(self, tree: Tree, request: RunRequest) -> Outcome:
+        start = time.monotonic()
+        traced = request.sample_id == TRACE_SAMPLE_ID
+        if traced:
+            self.killed.wait(0.3)
+        else:
+            time.sleep(0.01)
+        try:
+            return super().run(tree, request)
+        finally:
+            with self.lock:
+                self.spans.append((request.sample_id, start, time.monotonic()))
+
+    def kill_all(self) -> None:
+        self.killed.set()
+
+
+def _traced_options(tmp_path: Path, jobs: int) -> ReduceOptions:
+    return replace(_options(tmp_path, jobs=jobs), schedule=("trace", "files", "lines"))
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_with_several_slots_the_first_traced_run_starts_beside_the_baseline(
+    tmp_path: Path, jobs: int
+) -> None:
+    runner = _Timed(_needs)
+    result = execute(_traced_options(tmp_path, jobs), runner_factory=lambda _: runner)
+    assert result.exit_code == 0
+    trace = [(s, e) for sid, s, e in runner.spans if sid == TRACE_SAMPLE_ID]
+    baseline_end = max(e for sid, _, e in runner.spans if sid.startswith("baseline"))
+    assert len(trace) == 1
+    if jobs == 1:
+        assert trace[0][0] >= baseline_end  # one slot: after the baseline, as before
+    else:
+        assert trace[0][0] < baseline_end  # beside the baseline's 20 runs (0.3 s against 0.1)
+    # the report reads the same either way: the baseline's event, then the traced run's
+    phases = [e["phase"] for e in result.report["events"]]
+    assert phases[:2] == ["baseline", "trace"]
+    assert not validate_report(result.report).problems
+
+
+def test_a_failing_baseline_does_not_leave_the_traced_run_beside_it_running(
+    tmp_path: Path,
+) -> None:
+    from repomin.errors import BaselineError
+
+    runner = _Timed(lambda t: False)
+    with pytest.raises(BaselineError):
+        execute(_traced_options(tmp_path, 2), runner_factory=lambda _: runner)
+    # stopped (kill_all) and waited for: it ended before execute returned, well short of 0.3 s
+    trace = [(s, e) for sid, s, e in runner.spans if sid == TRACE_SAMPLE_ID]
+    assert len(trace) == 1 and runner.killed.is_set() and trace[0][1] - trace[0][0] < 0.25

@@ -200,3 +200,81 @@ def test_a_pass_stopped_by_the_budget_reports_its_real_duration() -> None:
     assert searched >= 5 and ledger.phases["files"].oracle_samples == searched
     # the files pass ran every search sample (0.01 s each) before the budget stopped it
     assert ledger.phases["files"].duration_seconds >= 0.01 * searched
+
+
+class _Later:
+    """A deferred pass: ``run`` only notes the tree; ``settle`` (after the next pass) deletes
+    one file of it -- a background result proposed late, as the re-traced cut does."""
+
+    name = "later"
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+        self.seen: Tree | None = None
+
+    def run(self, problem: Reduction) -> None:
+        self.log.append("later.run")
+        self.seen = problem.current
+
+    def pending(self) -> bool:
+        return self.seen is not None
+
+    def settle(self, problem: Reduction) -> None:
+        self.log.append("later.settle")
+        seen, self.seen = self.seen, None
+        assert seen is not None
+        gone = sorted(p for p in seen.entries if p.startswith("d0/") and p in problem.current)
+        if gone:
+            problem.try_first(self.name, [(problem.current.without(gone[:1]), "drop one")])
+
+    def drop(self) -> None:
+        self.log.append("later.drop")
+        self.seen = None
+
+
+class _Logged:
+    name = "logged"
+
+    def __init__(self, log: list[str], stop_after: int | None = None) -> None:
+        self.log = log
+        self.stop_after = stop_after
+
+    def run(self, problem: Reduction) -> None:
+        self.log.append("logged.run")
+        if self.stop_after is not None and self.log.count("logged.run") > self.stop_after:
+            from repomin.budget import StopSearch
+
+            raise StopSearch("max_runs")
+
+
+def _driver(tree: Tree, passes: dict[str, object]) -> tuple[ReductionResult, Ledger]:
+    runner = FakeRunner(lambda t: True)
+    ledger = Ledger()
+    oracle = fake_oracle(runner, SamplingConfig(incumbent_check_every=0), ledger=ledger)
+    oracle.run_baseline(tree, 1)
+    red = Reduction(initial=tree, oracle=oracle, ledger=ledger, jobs=1, protected=lambda p: False)
+    for name in passes:
+        ledger.phase(name)
+    return run_passes(red, tuple(passes), passes=passes), ledger  # type: ignore[arg-type]
+
+
+def test_a_deferred_pass_is_settled_after_the_next_pass_and_its_progress_counts() -> None:
+    log: list[str] = []
+    tree = _tree(14)  # two files in d0/
+    result, ledger = _driver(tree, {"later": _Later(log), "logged": _Logged(log)})
+    # each round: later starts, logged runs beside it, then later's result is proposed; the
+    # two deletions are progress (rounds go on), the third round finds nothing and stops
+    assert log[:6] == ["later.run", "logged.run", "later.settle"] * 2
+    assert result.stop_reason == "fixpoint" and not any(p.startswith("d0/") for p in result.tree)
+    assert ledger.phases["later"].accepted == 2
+    assert "later.drop" not in log
+
+
+def test_a_stopped_search_drops_deferred_work_without_proposing_it() -> None:
+    log: list[str] = []
+    tree = _tree(14)
+    result, ledger = _driver(tree, {"later": _Later(log), "logged": _Logged(log, stop_after=1)})
+    assert result.stop_reason == "max_runs"
+    first, second = ["later.run", "logged.run", "later.settle"], ["later.run", "logged.run"]
+    assert log == [*first, *second, "later.drop"]
+    assert ledger.phases["later"].accepted == 1 and result.tree.file_count == tree.file_count - 1

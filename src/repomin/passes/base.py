@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import ClassVar, Protocol, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import ClassVar, Protocol, TypeVar, runtime_checkable
 
 from repomin.tree import Tree
 
@@ -33,6 +33,40 @@ class Pass(Protocol):
     name: ClassVar[str]
 
     def run(self, problem: Problem) -> None: ...
+
+
+@runtime_checkable
+class Deferred(Protocol):
+    """A pass that may leave work running in the background when ``run`` returns (a re-traced
+    run); the driver calls ``settle`` after the next pass, so that the work ran beside it."""
+
+    def pending(self) -> bool: ...
+
+    def settle(self, problem: Problem) -> None: ...
+
+    def drop(self) -> None:
+        """Wait for the background work and discard it (the search stopped)."""
+
+
+def deferred(instances: Mapping[str, object], but: str | None = None) -> list[tuple[str, Deferred]]:
+    """The passes (but ``but``) with background work still pending, by name."""
+    return [
+        (name, p)
+        for name, p in instances.items()
+        if name != but and isinstance(p, Deferred) and p.pending()
+    ]
+
+
+class Settling:
+    """A deferred pass's ``settle`` run as a pass of its own (its samples, time and yield)."""
+
+    name: ClassVar[str] = "settle"
+
+    def __init__(self, inner: Deferred) -> None:
+        self.inner = inner
+
+    def run(self, problem: Problem) -> None:
+        self.inner.settle(problem)
 
 
 def ddmin_delete(

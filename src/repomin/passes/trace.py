@@ -59,7 +59,10 @@ class TraceCut:
     loaded other files), the command is traced again on the current tree (an event, never an
     oracle sample) and deleting everything that run no longer touched is proposed as one
     candidate. A traced run that did not reproduce the failure is not used (it may have taken
-    another path). Each new trace also refreshes the priors of the deletion search.
+    another path). Each new trace also refreshes the priors of the deletion search. With
+    several slots (``batch_width`` > 1) the re-traced run goes in the background and its cut
+    is proposed by :meth:`settle`, which the driver calls after the next pass (``files``):
+    the traced run, several samples long, no longer holds up every slot.
     """
 
     name: ClassVar[str] = "trace"
@@ -71,6 +74,7 @@ class TraceCut:
         #: The tree the latest trace ran on (content changes are measured against it).
         self._traced: Tree | None = None
         self.retraces = 0
+        self._background: Retrace | None = None
 
     def run(self, problem: Problem) -> None:
         if self.trace is None or self.trace.opened is None:
@@ -80,9 +84,27 @@ class TraceCut:
             self._traced = problem.current  # the baseline tree's trace, up to the journal
             self._cut(problem, self.trace, "traced run")
             return
+        if getattr(problem, "batch_width", 1) > 1:
+            self.settle(problem)  # the driver's call normally came first
+            self._background = self.start(problem)
+            return
         due = self._due(problem)
         if due is not None:
             self.finish(problem, due[0](due[1]), self.retraces)
+
+    def pending(self) -> bool:
+        return self._background is not None
+
+    def settle(self, problem: Problem) -> None:
+        """Wait for the re-traced run :meth:`run` left in the background; propose its cut."""
+        retrace, self._background = self._background, None
+        if retrace is not None:
+            self.finish(problem, retrace.result.result(), retrace.number)
+
+    def drop(self) -> None:
+        retrace, self._background = self._background, None
+        if retrace is not None:
+            retrace.result.result()
 
     def start(self, problem: Problem) -> Retrace | None:
         """The re-trace ``run`` would make now, in the background (None: none is due); after

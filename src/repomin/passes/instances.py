@@ -1,0 +1,49 @@
+"""The pass instances of one reduction, wired to their inputs.
+
+The trace cut gets the first traced run, the references cut the command, the semantic pass its
+client and failure context, and every pass the shared search hints (trace and
+reference-distance priors of the learning deletion search, the re-trace callback); then the
+content passes learn what the ordered pass settled and the restart pass what it restarts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from repomin.options import ReduceOptions
+from repomin.passes import REGISTRY, Pass
+from repomin.passes.hints import SearchHints, attach
+from repomin.passes.ordered import wrap_unsettled
+from repomin.passes.refs import RefsCut
+from repomin.passes.restart import bind_restart
+from repomin.passes.semantic import SemanticReduce
+from repomin.passes.trace import TraceCut
+from repomin.refs import distances as refs_distances
+from repomin.semantic import SemanticClient, describe_spec, failure_context
+from repomin.trace import TraceResult
+from repomin.tree import Tree
+
+
+def pass_instances(
+    options: ReduceOptions,
+    trace: TraceResult,
+    retrace: Callable[[Tree], TraceResult] | None = None,
+) -> dict[str, Pass]:
+    """One instance per scheduled pass (see the module docstring)."""
+    instances: dict[str, Pass] = {name: REGISTRY[name]() for name in options.schedule}
+    hints = SearchHints(
+        retrace=retrace if trace.usable else None,
+        distances=lambda tree: refs_distances(tree, command=options.command),
+    )
+    hints.update_trace(trace)
+    if "trace" in instances:
+        instances["trace"] = TraceCut(trace)
+    if "refs" in instances:
+        instances["refs"] = RefsCut(options.command)
+    if "semantic" in instances and options.semantic is not None:
+        context = failure_context(options.command, describe_spec(options.spec))
+        instances["semantic"] = SemanticReduce(SemanticClient(options.semantic), context)
+    attach(instances, hints)
+    wrap_unsettled(instances)
+    bind_restart(instances)
+    return instances
