@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, cast
 
 from repomin.oracle import Cancelled, StopSearch, Verdict
 from repomin.parallel import evaluate_all, fold_accepted
-from repomin.passes.base import Combine, Speculate
+from repomin.passes.base import Combine, Spare, Speculate
 from repomin.tree import Entry, Tree
 
 if TYPE_CHECKING:
@@ -123,11 +123,7 @@ def merge_text(base: bytes, a: bytes, b: bytes) -> bytes | None:
 
 def _edits(base: list[bytes], new: list[bytes]) -> list[tuple[int, int, list[bytes]]]:
     matcher = difflib.SequenceMatcher(None, base, new, autojunk=False)
-    return [
-        (i1, i2, new[j1:j2])
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
-        if tag != "equal"
-    ]
+    return [(i1, i2, new[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
 
 
 def fold_round(
@@ -230,6 +226,7 @@ def fold_batch(
     evaluate: Callable[[Item, threading.Event], Verdict | None],
     ahead: Speculate | None = None,
     combine: Combine | None = None,
+    spare: Spare | None = None,
 ) -> list[bool | None]:
     """Decide a batch of candidates that can succeed together, all against the incumbent, and
     fold every accepted one into one new incumbent.
@@ -257,7 +254,7 @@ def fold_batch(
             ledger.attempt(phase, "no_op")
         else:
             items.append((pos, tree, description))
-    verdicts = evaluate_all(items, evaluate, reduction.jobs)
+    verdicts = _with_spare(reduction, phase, items, evaluate, spare)
     merge = TreeMerge(incumbent)
     kept: list[tuple[Item, Verdict]] = []
     for item, verdict in zip(items, verdicts, strict=True):
@@ -303,6 +300,36 @@ def fold_batch(
         assert check is not None  # several kept: the check accepted the merge
         reduction.adopt(phase, f"fold of {len(kept)} candidates: {names}{more}", merged, check)
     return outcomes
+
+
+def _with_spare(
+    reduction: Reduction,
+    phase: str,
+    items: list[Item],
+    evaluate: Callable[[Item, threading.Event], Verdict | None],
+    spare: Spare | None,
+) -> list[Verdict | None]:
+    """The batch's verdicts; its idle slots run ``spare``'s trees alongside (``fold_batch``)."""
+    oracle, busy = reduction.oracle, reduction.ahead.running() if reduction.ahead else 0
+    fresh = sum(1 for _, tree, _ in items if oracle.cached(tree) is None)
+    idle = reduction.jobs - fresh - busy
+    if spare is None or idle <= 0 or not fresh:
+        return evaluate_all(items, evaluate, reduction.jobs)
+    seen = {tree.digest for _, tree, _ in items} | {reduction.current.digest}
+    extra = [t for t in spare(idle) if t.digest not in seen and oracle.cached(t) is None][:idle]
+    if not extra:
+        return evaluate_all(items, evaluate, reduction.jobs)
+
+    def run(job: Item | Tree, cancel: threading.Event) -> Verdict | None:
+        if not isinstance(job, Tree):
+            return evaluate(job, cancel)
+        try:
+            return oracle.evaluate(job, phase, reduction.next_label(phase), cancel)
+        except Cancelled:
+            return None
+
+    batch: list[Item | Tree] = [*items, *extra]
+    return evaluate_all(batch, run, reduction.jobs)[: len(items)]
 
 
 def _check(reduction: Reduction, phase: str, merged: Tree, ahead: list[Tree]) -> Verdict:

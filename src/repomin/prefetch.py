@@ -105,6 +105,11 @@ class FinalPrefetch:
             while needed + self._running() > jobs and self._running():
                 self._finished.wait()
 
+    def running(self) -> int:
+        """Final runs in flight now."""
+        with self._lock:
+            return self._running()
+
     def _running(self) -> int:
         return sum(p.running for p in [*self._stale, *([self._current] if self._current else [])])
 

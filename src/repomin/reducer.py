@@ -20,7 +20,7 @@ from repomin.lanes import Lane, first_accepted_lanes
 from repomin.oracle import Cancelled, Oracle, StopSearch, Verdict
 from repomin.parallel import first_accepted
 from repomin.passes import REGISTRY, STALL_ONLY, Pass
-from repomin.passes.base import Combine, Settling, Speculate, deferred
+from repomin.passes.base import Combine, Settling, Spare, Speculate, deferred
 from repomin.tree import Tree
 
 
@@ -28,8 +28,8 @@ class AheadFinal(Protocol):
     """Final runs started early (``prefetch.FinalPrefetch``)."""
 
     def offer(self, tree: Tree, phase: str, spare: int) -> None: ...
-
     def make_room(self, needed: int, jobs: int) -> None: ...
+    def running(self) -> int: ...
 
 
 class Evaluate(Protocol):
@@ -125,17 +125,17 @@ class Reduction:
         candidates: Sequence[tuple[Tree, str]],
         ahead: Speculate | None = None,
         combine: Combine | None = None,
+        spare: Spare | None = None,
     ) -> list[bool | None]:
         """Decide every candidate against the incumbent and fold all accepted ones into one
-        new incumbent (``fold.fold_batch``; ``ahead``: the next candidates, run alongside the
-        merge check; ``combine``: the tree of several candidates together). Per candidate
-        True (adopted), False (rejected or a no-op) or None (accepted but not adopted, or
-        not decided)."""
+        new incumbent (``fold.fold_batch``, which says what ``ahead``, ``combine`` and
+        ``spare`` do). Per candidate True (adopted), False (rejected or a no-op) or None
+        (accepted but not adopted, or not decided)."""
         if self.ahead is not None:
             self.ahead.make_room(len(candidates), self.jobs)
             if self.settled:
                 self.ahead.offer(self._current, phase, self.jobs - len(candidates))
-        return fold_batch(self, phase, candidates, self._evaluator(phase), ahead, combine)
+        return fold_batch(self, phase, candidates, self._evaluator(phase), ahead, combine, spare)
 
     def probe(self, phase: str, tree: Tree) -> bool:
         """Decide ``tree`` without adopting it (a scratch search: ``passes.restart``). Counted

@@ -323,6 +323,7 @@ class BatchProblem(PredicateProblem):
         candidates: Sequence[tuple[Tree, str]],
         ahead: Speculate | None = None,
         combine: Combine | None = None,
+        spare: object = None,
     ) -> list[bool | None]:
         base = self.current
         outcomes: list[bool | None] = list(self.decide([t for t, _ in candidates]))

@@ -69,6 +69,7 @@ class Slots(PredicateProblem):
         candidates: Sequence[tuple[Tree, str]],
         ahead: Speculate | None = None,
         combine: Combine | None = None,
+        spare: object = None,
     ) -> list[bool | None]:
         base = self.current
         live = [t for t, _ in candidates if t.digest != base.digest]
@@ -235,6 +236,7 @@ class EditsOnce(Slots):
         candidates: Sequence[tuple[Tree, str]],
         ahead: Speculate | None = None,
         combine: Combine | None = None,
+        spare: object = None,
     ) -> list[bool | None]:
         outcomes = super().try_batch(phase, candidates, ahead, combine)
         if any(outcomes) and not self.edited:

@@ -191,6 +191,7 @@ class _Batched(PredicateProblem):
         candidates: Sequence[tuple[Tree, str]],
         ahead: Any = None,
         combine: Any = None,
+        spare: Any = None,
     ) -> list[bool | None]:
         outcomes: list[bool | None] = []
         for tree, description in candidates:

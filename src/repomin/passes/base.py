@@ -12,6 +12,9 @@ from repomin.tree import Tree
 Speculate = Callable[[Tree, Sequence[bool | None]], list[Tree]]
 #: ``try_batch``'s ``combine``: the tree of several accepted candidates (by position) together.
 Combine = Callable[[Sequence[int]], Tree]
+#: ``try_batch``'s ``spare``: given a number of idle slots, the trees the caller will propose
+#: next if every candidate of the batch is rejected (run in those slots).
+Spare = Callable[[int], list[Tree]]
 
 U = TypeVar("U")
 

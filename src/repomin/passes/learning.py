@@ -33,14 +33,14 @@ has one part and goes through ``try_first``.
 from __future__ import annotations
 
 import copy
-import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from repomin.chain import chain_first, chained
-from repomin.passes.base import Combine, Problem, Speculate
-from repomin.passes.belief import PRIOR_MAX, TIER, TieredBelief
+from repomin.passes.base import Combine, Problem, Spare, Speculate
+from repomin.passes.belief import PRIOR_MAX, TieredBelief
+from repomin.passes.split import Part, Pending, split
 from repomin.tree import Tree
 
 U = TypeVar("U")
@@ -66,29 +66,8 @@ class BatchProblem(Protocol):
         candidates: Sequence[tuple[Tree, str]],
         ahead: Speculate | None = None,
         combine: Combine | None = None,
+        spare: Spare | None = None,
     ) -> list[bool | None]: ...
-
-
-_KEYS = itertools.count()
-
-@dataclass
-class Pending:
-    """A rejected deletion of several units: some unit of it is needed (``rejected``: digest of
-    the rejected tree)."""
-
-    units: list[int]
-    rejected: str
-    key: int = field(default_factory=lambda: next(_KEYS))  # the same in a copied state
-
-
-@dataclass
-class Part:
-    """One candidate of a batch: delete ``units``. A split of ``source`` carries the untested
-    ``rest`` of that group (inferred needed when every tested part of the split is adopted)."""
-
-    units: list[int]
-    source: Pending | None = None
-    rest: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -258,36 +237,6 @@ class Search(Generic[U]):
         self.pending = [g for g in self.pending if g.units]
 
 
-def split(group: Pending, tested: int, p: Sequence[float], most: int) -> list[Part]:
-    """``tested`` parts of a pending group (lowest prior first) and its untested rest. A
-    binary split tests the first half -- at most ``most`` units (the posterior's group size:
-    in a dense group, unit by unit), cut at a tier boundary when there is one."""
-    units = sorted(group.units, key=lambda i: p[i])
-    if len(units) <= 1:
-        return [Part(units, group)]
-    if tested >= len(units):  # spare slots: every unit alone, nothing left to infer
-        return [Part([i], group) for i in units]
-    if tested == 1:
-        size = min(-(-len(units) // 2), max(1, most), len(units) - 1)
-        cut = tier_cut([p[i] for i in units], len(units) - 1)
-        size = cut if cut and cut <= size else size
-        return [Part(units[:size], group, units[size:])]
-    size = -(-len(units) // (tested + 1))
-    chunks = [units[j : j + size] for j in range(0, len(units), size)]
-    head, rest = chunks[: max(1, len(chunks) - 1)], chunks[-1] if len(chunks) > 1 else []
-    return [Part(c, group, rest) for c in head]
-
-
-def tier_cut(ascending: Sequence[float], limit: int) -> int:
-    """The position (1..limit) of the largest jump of at least TIER between neighbours, or 0."""
-    best, cut = TIER, 0
-    for j in range(1, min(limit, len(ascending) - 1) + 1):
-        ratio = ascending[j] / ascending[j - 1]
-        if ratio >= best:
-            best, cut = ratio, j
-    return cut
-
-
 def learn_delete(
     problem: Problem,
     phase: str,
@@ -297,6 +246,7 @@ def learn_delete(
     priors: Sequence[float] | None = None,
     stats: SearchStats[U] | None = None,
     sync: Callable[[Sequence[U]], Sequence[bool] | None] | None = None,
+    then: Spare | None = None,
 ) -> list[U]:
     """Delete as many ``units`` as possible; returns the survivors (1-minimal over units).
 
@@ -304,7 +254,10 @@ def learn_delete(
     given order); ``priors[i]`` is the caller's estimate that ``units[i]`` is needed.
     ``sync(survivors)``, called after every acceptance, says which survivors are still in the
     new incumbent, or returns None when the incumbent no longer matches the units (the search
-    then stops early, and the caller's next round starts from the new content).
+    then stops early, and the caller's next round starts from the new content). ``then(k)``:
+    up to ``k`` trees the caller proposes next if the search ends with the incumbent as it
+    is; with batch slots, a batch that leaves slots idle runs in them what follows if it is
+    rejected -- the next batch of this search, or at its end ``then``'s trees.
     """
     n = len(units)
     if priors is not None and len(priors) != n:
@@ -337,6 +290,17 @@ def learn_delete(
 
         return ahead
 
+    def spare_of(parts: Sequence[Part], trees: Sequence[Tree], digest: str) -> Spare:
+        def spare(k: int) -> list[Tree]:
+            hypo = search.copy()
+            hypo.learn(parts, [False] * len(parts), digest, trees)
+            following = hypo.plan(k, digest)
+            if following:
+                return [without(hypo, part.units) for part in following]
+            return then(k) if then is not None else []
+
+        return spare
+
     def combined(parts: Sequence[Part]) -> Combine:
         def tree(won: Sequence[int]) -> Tree:  # several accepted parts deleted together
             return without(search, [u for j in won for u in parts[j].units])
@@ -360,10 +324,16 @@ def learn_delete(
                 candidates,
                 speculate(parts, trees, digest),
                 combined(parts),
+                spare_of(parts, trees, digest),
             )
         elif chained(problem):  # flaky, several slots: the chain behind it (repomin.chain)
             search, parts, trees, outcomes = chain_first(
-                problem, phase, search, parts[0], digest, without,
+                problem,
+                phase,
+                search,
+                parts[0],
+                digest,
+                without,
                 lambda part: describe([units[i] for i in part.units]),
             )
         else:
@@ -390,3 +360,16 @@ def learn_delete(
     if stats is not None:
         stats.survivors = survivors
     return survivors
+
+
+def first_batch(
+    units: Sequence[U], build: Callable[[Sequence[U]], Tree], width: int, digest: str
+) -> list[Tree]:
+    """The trees of the first batch :func:`learn_delete` (default priors) would propose over
+    ``units`` with ``width`` slots against the incumbent ``digest`` (a caller's ``then``)."""
+    search: Search[U] = Search(units, [1.0 / max(1, len(units))] * len(units))
+    order = search.order
+    return [
+        build([units[i] for i in order if i not in set(part.units)])
+        for part in search.plan(width, digest)
+    ]

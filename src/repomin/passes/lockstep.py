@@ -26,7 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Generic, TypeVar
 
 from repomin.passes.base import Combine, Problem, Speculate
-from repomin.passes.learning import BatchProblem, Part, Search
+from repomin.passes.learning import BatchProblem, Search
+from repomin.passes.split import Part
 from repomin.tree import Tree
 
 U = TypeVar("U")

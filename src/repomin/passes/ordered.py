@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
-from repomin.passes.base import Combine, Pass, Problem, Speculate
+from repomin.passes.base import Combine, Pass, Problem, Spare, Speculate
 from repomin.passes.files import FLAT_LIMIT
 from repomin.passes.hints import SearchHints
 from repomin.passes.trace import Retrace, TraceCut
@@ -95,6 +95,7 @@ class View:
         candidates: Sequence[tuple[Tree, str]],
         ahead: Speculate | None = None,
         combine: Combine | None = None,
+        spare: Spare | None = None,
     ) -> list[bool | None]:
         # The learning search decides batches here when the problem has slots (``--jobs``):
         # without this the budget was checked only on ``try_first`` and a batched search of a
@@ -102,7 +103,7 @@ class View:
         if self._over():
             raise OverBudget
         batch: Callable[..., list[bool | None]] = self._problem.try_batch  # type: ignore[attr-defined]
-        return batch(phase, candidates, ahead, combine)
+        return batch(phase, candidates, ahead, combine, spare)
 
     def _bounded(self, candidates: Iterable[tuple[Tree, str]]) -> Iterator[tuple[Tree, str]]:
         it = iter(candidates)

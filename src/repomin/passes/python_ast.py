@@ -22,11 +22,12 @@ start with a byte-order mark are left to the generic passes.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Sequence
+import functools
+from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar
 
-from repomin.passes.base import Problem
-from repomin.passes.learning import learn_delete
+from repomin.passes.base import Problem, Spare
+from repomin.passes.learning import first_batch, learn_delete
 from repomin.passes.python_source import Loc, PySource, Unit, child_locs
 from repomin.passes.textedit import (
     Guard,
@@ -95,36 +96,58 @@ class _FileReducer:
     def statements(self) -> None:
         """Level by level (as hierarchical delta debugging does): one search over the units
         of every body at the same depth, so that ``--jobs`` batches span sibling bodies
-        instead of one small body at a time; then the bodies one level down."""
+        instead of one small body at a time; then the bodies one level down. With slots
+        left idle by a level's last batch, the next level's first batch runs in them."""
         level: list[Loc] = [()]
         while level:
             src = self.source()
             if src is None:
                 return
-            bodies: list[tuple[list[Unit], bool]] = []
-            for loc in level:
-                body = src.body_at(loc)
-                if body is None:
-                    continue
-                units, fixed = src.units(body)
-                if units:
-                    bodies.append((units, bool(loc) and not fixed and not src.is_elif(body)))
+            bodies = self._bodies(src, level)
             if bodies:
-                self._reduce_bodies(src, bodies)
+                self._reduce_bodies(src, bodies, functools.partial(self._next_batch, level))
                 src = self.source()
                 if src is None:
                     return
             # The search deleted statements of this level only: the locations stay valid.
-            below: list[Loc] = []
-            for loc in level:
-                body = src.body_at(loc)
-                if body is not None:
-                    below.extend(child_locs(body, loc))
-            level = below
+            level = self._below(src, level)
 
-    def _reduce_bodies(self, src: PySource, bodies: list[tuple[list[Unit], bool]]) -> None:
-        """One learning search over the units of ``bodies`` ((units, needs_pass) each): a
-        body emptied completely becomes ``pass`` when it needs a statement."""
+    @staticmethod
+    def _bodies(src: PySource, level: Sequence[Loc]) -> list[tuple[list[Unit], bool]]:
+        bodies: list[tuple[list[Unit], bool]] = []
+        for loc in level:
+            body = src.body_at(loc)
+            if body is None:
+                continue
+            units, fixed = src.units(body)
+            if units:
+                bodies.append((units, bool(loc) and not fixed and not src.is_elif(body)))
+        return bodies
+
+    @staticmethod
+    def _below(src: PySource, level: Sequence[Loc]) -> list[Loc]:
+        below: list[Loc] = []
+        for loc in level:
+            body = src.body_at(loc)
+            if body is not None:
+                below.extend(child_locs(body, loc))
+        return below
+
+    def _next_batch(self, level: list[Loc], width: int) -> list[Tree]:
+        """The first batch of the level below ``level`` if the incumbent stays as it is (the
+        ``then`` of the level's search)."""
+        src = self.source()
+        bodies = self._bodies(src, self._below(src, level)) if src is not None else []
+        if src is None or not bodies:
+            return []
+        everything, build, _ = self._level(src, bodies)
+        return first_batch(everything, build, width, self.problem.current.digest)
+
+    def _level(
+        self, src: PySource, bodies: list[tuple[list[Unit], bool]]
+    ) -> tuple[list[Unit], Callable[[Sequence[Unit]], Tree], Callable[[Sequence[Unit]], str]]:
+        """The units of ``bodies`` ((units, needs_pass) each) and how to build and describe a
+        deletion: a body emptied completely becomes ``pass`` when it needs a statement."""
         data = src.data
         owner = {u: k for k, (units, _) in enumerate(bodies) for u in units}
         everything = [u for units, _ in bodies for u in units]
@@ -145,7 +168,14 @@ class _FileReducer:
                 return f"replace the body at line {units[0].line} of {self.path} with pass"
             return describe_spans("delete statements", self.path, sorted(u.line for u in chunk))
 
-        learn_delete(self.problem, self.phase, everything, build, describe)
+        return everything, build, describe
+
+    def _reduce_bodies(
+        self, src: PySource, bodies: list[tuple[list[Unit], bool]], then: Spare | None = None
+    ) -> None:
+        """One learning search over the units of ``bodies`` (:meth:`_level`)."""
+        everything, build, describe = self._level(src, bodies)
+        learn_delete(self.problem, self.phase, everything, build, describe, then=then)
 
     # -- 2. unwrapping -----------------------------------------------------------------------
 

@@ -1,0 +1,165 @@
+"""Idle slots of a batch run what follows it if it is rejected (``fold_batch``'s ``spare``,
+``learn_delete``'s ``then``, the python pass's next level), through the real reducer."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from repomin.accounting import Ledger
+from repomin.oracle import SamplingConfig
+from repomin.passes.learning import first_batch, learn_delete
+from repomin.passes.python_ast import PythonReduce
+from repomin.reducer import Reduction
+from repomin.runners.base import Outcome, RunRequest
+from repomin.tree import Tree
+from tests.conftest import FakeRunner, fake_oracle
+from tests.unit._pass_harness import text_tree
+
+
+class _Spans(FakeRunner):
+    """A predicate runner that takes 20 ms a run and notes when each tree ran."""
+
+    def __init__(self, fails: object) -> None:
+        super().__init__(fails)  # type: ignore[arg-type]
+        self.spans: list[tuple[str, float, float]] = []
+
+    def run(self, tree: Tree, request: RunRequest) -> Outcome:
+        start = time.monotonic()
+        time.sleep(0.02)
+        try:
+            return super().run(tree, request)
+        finally:
+            with self.lock:
+                self.spans.append((tree.digest, start, time.monotonic()))
+
+
+def _reduction(tree: Tree, runner: FakeRunner, jobs: int) -> tuple[Reduction, Ledger]:
+    ledger = Ledger()
+    oracle = fake_oracle(
+        runner, SamplingConfig(incumbent_check_every=0, baseline_runs=2), ledger=ledger
+    )
+    oracle.run_baseline(tree, jobs)
+    ledger.phase("p")
+    ledger.phase("python")
+    red = Reduction(
+        initial=tree, oracle=oracle, ledger=ledger, jobs=jobs, protected=lambda p: False
+    )
+    return red, ledger
+
+
+def _tree() -> Tree:
+    return text_tree({"a": "1\n", "b": "2\n", "c": "3\n", "BUG": "x\n"})
+
+
+def test_a_batch_with_an_idle_slot_runs_the_spare_tree_beside_its_candidate() -> None:
+    tree = _tree()
+    runner = _Spans(lambda t: "BUG" in t and "a" in t)
+    red, ledger = _reduction(tree, runner, jobs=2)
+    before = red.oracle.samples
+    asked: list[int] = []
+    later = tree.without(["b"])
+
+    def spare(k: int) -> list[Tree]:
+        asked.append(k)
+        return [later, tree, tree.without(["a"])]  # the incumbent and a candidate are skipped
+
+    assert red.try_batch("p", [(tree.without(["a"]), "drop a")], spare=spare) == [False]
+    assert asked == [1] and red.oracle.samples - before == 2
+    assert red.oracle.cached(later) is not None  # decided, waiting for its proposal
+    runs = {d: (s, e) for d, s, e in runner.spans}
+    (s1, e1), (s2, e2) = runs[tree.without(["a"]).digest], runs[later.digest]
+    assert s1 < e2 and s2 < e1  # at the same time
+    # a sample of the phase, not an attempt: the identities hold
+    ph = ledger.phases["p"]
+    assert ph.attempts == 1 and ph.rejected == 1 and ph.oracle_samples == 2
+    # proposed later, it costs no run
+    assert red.try_batch("p", [(later, "drop b")]) == [True]
+    assert red.oracle.samples - before == 2
+
+
+def test_no_spare_runs_when_the_batch_fills_the_slots_or_needs_no_run() -> None:
+    tree = _tree()
+    runner = _Spans(lambda t: "BUG" in t)
+    red, _ = _reduction(tree, runner, jobs=2)
+    asked: list[int] = []
+
+    def spare(k: int) -> list[Tree]:
+        asked.append(k)
+        return [tree.without(["c"])]
+
+    two = [(tree.without(["a"]), "a"), (tree.without(["b"]), "b")]
+    red.try_batch("p", two, spare=spare)
+    assert asked == []  # both slots busy
+    cached = red.current.without(["a"])
+    red.oracle.evaluate(cached, "p", "x")
+    before = red.oracle.samples
+    red.try_batch("p", [(cached, "a again")], spare=spare)
+    assert asked == [] and red.oracle.samples == before  # a cache hit alone: nothing runs
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 24), width=st.integers(2, 6))
+def test_first_batch_is_what_the_search_proposes_first(n: int, width: int) -> None:
+    tree = text_tree({f"f{i}": f"{i}\n" for i in range(n)})
+    units = [f"f{i}" for i in range(n)]
+
+    def build(remaining: Sequence[str]) -> Tree:
+        keep = set(remaining)
+        return tree.without([u for u in units if u not in keep])
+
+    class _First:
+        batch_width = width
+        current = tree
+        first: list[str] | None = None
+
+        def protected(self, path: str) -> bool:
+            return False
+
+        def try_first(self, phase: str, candidates: object) -> int | None:
+            raise AssertionError("a batch problem gets batches")
+
+        def try_batch(
+            self, phase: str, candidates: Sequence[tuple[Tree, str]], *args: object
+        ) -> list[bool | None]:
+            if self.first is None:
+                self.first = [t.digest for t, _ in candidates]
+            return [False] * len(candidates)
+
+    problem = _First()
+    learn_delete(problem, "p", units, build, lambda c: ",".join(c))
+    expected = [t.digest for t in first_batch(units, build, width, tree.digest)]
+    assert problem.first == expected
+
+
+def _module(levels: str) -> Tree:
+    return text_tree({"m.py": levels, "run": "python m.py\n"})
+
+
+def test_the_python_pass_runs_the_next_levels_first_batch_in_the_last_batchs_idle_slot() -> None:
+    # one needed def at the top level (a search of one unit), its body one needed statement
+    source = "def f():\n    raise RuntimeError('BUG')\n"
+    tree = _module(source)
+
+    def fails(t: Tree) -> bool:
+        return (
+            "m.py" in t
+            and b"raise RuntimeError('BUG')" in t["m.py"].data
+            and (b"def f" in t["m.py"].data)
+        )
+
+    results = {}
+    for jobs in (1, 2):
+        runner = _Spans(fails)
+        red, _ = _reduction(tree, runner, jobs)
+        PythonReduce().run(red)
+        results[jobs] = (red.current.digest, runner.spans, red.oracle.samples)
+    assert results[1][0] == results[2][0] == tree.digest  # nothing can go
+    spans = results[2][1][2:]  # after the 2 baseline runs
+    # with two slots, deleting the def and replacing its body with pass ran at once
+    assert len(spans) == 2 and spans[0][1] < spans[1][2] and spans[1][1] < spans[0][2]
+    seq = results[1][1][2:]
+    assert len(seq) == 2 and seq[0][2] <= seq[1][1]  # one slot: one after the other
