@@ -16,7 +16,7 @@ from repomin.passes.pyexpr import (
 )
 from repomin.passes.textedit import compiles, splice
 from repomin.tree import Tree
-from tests.unit._pass_harness import reduce_in_process, text_tree
+from tests.unit._pass_harness import PredicateProblem, reduce_in_process, text_tree
 
 
 def applied(data: bytes, edits: Iterable[object]) -> set[bytes]:
@@ -148,3 +148,58 @@ def test_property_every_candidate_compiles_and_is_smaller(parts: list[str]) -> N
     for tree in seen:
         candidate = tree.entries["m.py"].data
         assert compiles(candidate) and len(candidate) < len(data)
+
+
+class _Slots(PredicateProblem):
+    """Two batch slots (as the reducer with --jobs 2 and a deterministic command): records
+    which files each ``try_first`` call proposed candidates for."""
+
+    batch_width = 2
+
+    def __init__(self, tree: Tree, predicate: object) -> None:
+        super().__init__(tree, predicate)  # type: ignore[arg-type]
+        self.streams: list[set[str]] = []
+
+    def try_first(self, phase: str, candidates: Iterable[tuple[Tree, str]]) -> int | None:
+        seen: set[str] = set()
+
+        def noted() -> Iterable[tuple[Tree, str]]:
+            for tree, description in candidates:
+                seen.add(description.rsplit(" in ", 1)[-1])
+                yield tree, description
+
+        try:
+            return super().try_first(phase, noted())
+        finally:
+            self.streams.append(seen)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    files=st.lists(st.sampled_from(TEMPLATES), min_size=1, max_size=4),
+    keep=st.integers(0, 2**16),
+)
+def test_with_slots_the_files_go_out_in_one_stream_with_the_one_slot_result(
+    files: list[str], keep: int
+) -> None:
+    tree = text_tree({f"m{i}.py": src + "\n" for i, src in enumerate(files)})
+
+    def predicate(t: Tree) -> bool:  # an arbitrary but fixed verdict per tree
+        return int(t.digest[:8], 16) % 3 != keep % 3
+
+    one = reduce_in_process(PythonExpressions(), tree, predicate)
+    slots, pass_ = _Slots(tree, predicate), PythonExpressions()
+    for _ in range(20):
+        before = slots.current.digest
+        pass_.run(slots)
+        if slots.current.digest == before:
+            break
+    assert slots.current.digest == one.current.digest  # the same proposals in the same order
+    assert slots.calls == one.calls
+
+
+def test_with_slots_a_file_whose_candidates_are_rejected_hands_on_to_the_next() -> None:
+    tree = text_tree({"a.py": "x = [1, 2]\n", "b.py": "y = [3, 4]\n"})
+    problem = _Slots(tree, lambda t: False)
+    PythonExpressions().run(problem)
+    assert problem.streams == [{"a.py", "b.py"}]  # one call, both files

@@ -15,10 +15,12 @@ after every accepted one:
    gets them on its header's line (``def f():\\n    return x`` -> ``def f(): return x``); all
    such joins of the file first as one candidate, then one by one.
 
-Every candidate passes the syntax guard (it must compile). Each file content is swept once: a
-later round skips a file this pass already left unchanged, as ``tokens`` does. Nodes inside
-f-strings are never edited. The driver runs it only when the other passes stall (it is in
-:data:`repomin.passes.STALL_ONLY`, before ``tokens``).
+With batch slots (``--jobs`` and a deterministic command) the files' candidates go out in one
+stream, file after file (the order one slot proposes in), so a file's last candidate does not
+leave the other slots idle. Every candidate passes the syntax guard (it must compile). Each
+file content is swept once: a later round skips a file this pass already left unchanged, as
+``tokens`` does. Nodes inside f-strings are never edited. The driver runs it only when the
+other passes stall (it is in :data:`repomin.passes.STALL_ONLY`, before ``tokens``).
 """
 
 from __future__ import annotations
@@ -233,6 +235,9 @@ class PythonExpressions:
 
     def run(self, problem: Problem) -> None:
         files = text_files(problem, lambda p, d: len(d) <= MAX_BYTES and is_python(p, d))
+        if getattr(problem, "batch_width", 1) > 1:
+            self._chained(problem, list(reversed(files)))
+            return
         for path in reversed(files):
             while path in problem.current:
                 data = problem.current[path].data
@@ -244,20 +249,60 @@ class PythonExpressions:
                     self._done.add(key)
                     break
 
+    def _chained(self, problem: Problem, files: list[str]) -> None:
+        """With batch slots: the open files' candidates in one ``try_first`` call, file after
+        file, so the slot a file's last candidate leaves idle runs the next file's first. The
+        files before the accepted candidate's are done (all of theirs were rejected); the
+        next call starts with that file, re-parsed -- the order one slot proposes in."""
+        while True:
+            open_: list[tuple[str, bytes, ast.Module, tuple[str, str]]] = []
+            for path in files:
+                entry = problem.current.entries.get(path)
+                if entry is None:
+                    continue
+                key = (path, hashlib.sha256(entry.data).hexdigest())
+                if key in self._done or not compiles(entry.data, path):
+                    continue
+                module = parse(entry.data)
+                if module is None:
+                    self._done.add(key)
+                    continue
+                open_.append((path, entry.data, module, key))
+            if not open_:
+                return
+            owners: list[int] = []
+
+            def candidates(
+                open_: list[tuple[str, bytes, ast.Module, tuple[str, str]]] = open_,
+                owners: list[int] = owners,
+            ) -> Iterator[tuple[Tree, str]]:
+                for k, (path, data, module, _) in enumerate(open_):
+                    for candidate in self._candidates(problem, path, data, module):
+                        owners.append(k)
+                        yield candidate
+
+            won = problem.try_first(self.name, candidates())
+            for *_, key in open_[: len(open_) if won is None else owners[won]]:
+                self._done.add(key)
+            if won is None:
+                return
+
     def _step(self, problem: Problem, path: str, data: bytes, module: ast.Module) -> bool:
         """Propose this content's edits; True when one was accepted."""
+        won = problem.try_first(self.name, self._candidates(problem, path, data, module))
+        return won is not None
+
+    def _candidates(
+        self, problem: Problem, path: str, data: bytes, module: ast.Module
+    ) -> Iterator[tuple[Tree, str]]:
         joins = join_edits(data, module)
         singles = [*element_edits(data, module), *hoist_edits(data, module), *joins]
-
-        def candidates() -> Iterator[tuple[Tree, str]]:
-            if len(joins) > 1:
-                edits = [(e.start, e.end, e.text) for e in joins]
-                yield self._candidate(problem, path, splice(data, edits), f"join bodies in {path}")
-            for edit in singles:
-                new = splice(data, [(edit.start, edit.end, edit.text)])
-                yield self._candidate(problem, path, new, f"{edit.what} in {path}")
-
-        return problem.try_first(self.name, candidates()) is not None
+        if len(joins) > 1:
+            edits = [(e.start, e.end, e.text) for e in joins]
+            yield self._candidate(problem, path, splice(data, edits), f"join bodies in {path}")
+        for edit in singles:
+            new = splice(data, [(edit.start, edit.end, edit.text)])
+            yield self._candidate(problem, path, new, f"{edit.what} in {path}")
 
     @staticmethod
     def _candidate(problem: Problem, path: str, new: bytes, what: str) -> tuple[Tree, str]:
