@@ -21,7 +21,7 @@ import contextlib
 import difflib
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from repomin.oracle import Cancelled, StopSearch, Verdict
 from repomin.parallel import evaluate_all, fold_accepted
@@ -29,12 +29,23 @@ from repomin.passes.base import Combine, Spare, Speculate
 from repomin.tree import Entry, Tree
 
 if TYPE_CHECKING:
+    from repomin.lanes import Lane
     from repomin.reducer import Reduction
 
 #: A round folds at most this many accepted candidates per slot.
 FOLD_LIMIT = 8
 
 Item = tuple[int, Tree, str]  # (position, candidate tree, description)
+
+
+class Evaluate(Protocol):
+    """How ``try_first`` decides one candidate (``lane``: the slots it shares, flaky races)."""
+
+    def __call__(
+        self, item: Item, cancel: threading.Event, lane: Lane[bool] | None = None
+    ) -> Verdict | None: ...
+
+
 Prepared = tuple[Item, "Delta", int]  # (rebased item, change, folded count at dispatch)
 
 #: A candidate's change against the incumbent: path -> new entry, or None for a deletion.

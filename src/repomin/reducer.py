@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from repomin.accounting import Ledger
-from repomin.fold import fold_batch, fold_round
+from repomin.fold import Evaluate, fold_batch, fold_round
 from repomin.lanes import Lane, first_accepted_lanes
 from repomin.oracle import Cancelled, Oracle, StopSearch, Verdict
 from repomin.parallel import first_accepted
@@ -30,14 +30,6 @@ class AheadFinal(Protocol):
     def offer(self, tree: Tree, phase: str, spare: int) -> None: ...
     def make_room(self, needed: int, jobs: int) -> None: ...
     def running(self) -> int: ...
-
-
-class Evaluate(Protocol):
-    """How ``try_first`` decides one candidate (``lane``: the slots it shares, flaky races)."""
-
-    def __call__(
-        self, item: tuple[int, Tree, str], cancel: threading.Event, lane: Lane[bool] | None = None
-    ) -> Verdict | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,11 +296,11 @@ def run_passes(
 ) -> ReductionResult:
     """Run passes to a fixpoint, most productive (bytes removed per sample) first.
 
-    Passes in :data:`~repomin.passes.STALL_ONLY` run only in a round where the others made no
-    progress; if they then make progress, the normal passes get another round. A deferred
-    pass (``passes.base.Deferred``) is settled after the pass that follows it. ``on_pass``
-    sees every pass as it starts (the live display's stage); ``backtrack_first`` (a failed
-    payload gate) backtracks the incumbent before the first round."""
+    :data:`~repomin.passes.STALL_ONLY` passes run only in a round where the others made no
+    progress (then, with progress, the others get another round). A deferred pass
+    (``passes.base.Deferred``) is settled after the next pass that draws samples, or at the
+    round's end. ``on_pass`` sees every pass as it starts (the live display's stage);
+    ``backtrack_first`` (a failed payload gate) backtracks the incumbent first."""
     instances: dict[str, Pass] = passes or {name: REGISTRY[name]() for name in schedule}
     order = [n for n in schedule if n not in STALL_ONLY]
     last_resort = [n for n in schedule if n in STALL_ONLY]
@@ -321,8 +313,10 @@ def run_passes(
             yield_: dict[str, float | None] = {}
             for n in order:
                 reduction.settled = rounds > 1 and all(v is None for v in yield_.values())
+                drawn = reduction.oracle.samples
                 yield_[n] = _run_pass(reduction, n, instances[n], on_pass)
-                _settle(reduction, instances, yield_, n, on_pass)
+                if reduction.oracle.samples > drawn:  # so it ran beside samples
+                    _settle(reduction, instances, yield_, n, on_pass)
             _settle(reduction, instances, yield_, None, on_pass)
             progress = any(v is not None for v in yield_.values())
             reduction.settled = rounds > 1 and not progress
@@ -332,17 +326,8 @@ def run_passes(
                 )
             reduction.settled = False
             if not progress:
-                oracle = reduction.oracle
-                if oracle.cache.retesting or not oracle.policy.flaky:
+                if not _retest_rejected(reduction, order[0]):
                     return _result(reduction, "fixpoint", rounds)
-                # A flaky oracle can reject a good candidate: at the fixpoint (where the tree
-                # is small and candidates are few) every rejected tree gets one more test.
-                oracle.start_retesting()
-                reduction.ledger.event(
-                    order[0],
-                    "fixpoint under a flaky oracle: re-testing rejected candidates once",
-                    decision="info",
-                )
                 continue
             # Structural passes keep their relative order; ties keep the schedule order.
             order.sort(key=lambda n: (-(yield_.get(n) or 0.0), schedule.index(n)))
@@ -355,8 +340,16 @@ def run_passes(
     return _result(reduction, "max_rounds", rounds)
 
 
-def _result(reduction: Reduction, reason: str, rounds: int) -> ReductionResult:
-    return ReductionResult(reduction.current, reason, rounds, tuple(reduction.history))
+def _retest_rejected(reduction: Reduction, phase: str) -> bool:
+    """A flaky oracle can reject a good candidate: at its fixpoint (where the tree is small and
+    candidates are few) every rejected tree gets one more test, once. False: a fixpoint."""
+    oracle = reduction.oracle
+    if oracle.cache.retesting or not oracle.policy.flaky:
+        return False
+    oracle.start_retesting()
+    message = "fixpoint under a flaky oracle: re-testing rejected candidates once"
+    reduction.ledger.event(phase, message, decision="info")
+    return True
 
 
 def _run_pass(
@@ -398,3 +391,7 @@ def _settle(
 def _files_first(order: list[str]) -> list[str]:
     """File deletion (the cheapest per byte) first, after the trace cut (it re-traces)."""
     return sorted(order, key=lambda n: 0 if n == "trace" else 1 if n == "files" else 2)
+
+
+def _result(reduction: Reduction, reason: str, rounds: int) -> ReductionResult:
+    return ReductionResult(reduction.current, reason, rounds, tuple(reduction.history))

@@ -241,10 +241,24 @@ class _Logged:
 
     def run(self, problem: Reduction) -> None:
         self.log.append("logged.run")
+        fresh = sorted(p for p in problem.current.entries if not p.startswith("d0/"))
+        problem.probe(self.name, problem.current.without(fresh[:1]))  # draws a sample
         if self.stop_after is not None and self.log.count("logged.run") > self.stop_after:
             from repomin.budget import StopSearch
 
             raise StopSearch("max_runs")
+
+
+class _Quiet:
+    """A pass that draws no sample: deferred work is not settled after it."""
+
+    name = "quiet"
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def run(self, problem: Reduction) -> None:
+        self.log.append("quiet.run")
 
 
 def _driver(tree: Tree, passes: dict[str, object]) -> tuple[ReductionResult, Ledger]:
@@ -261,10 +275,11 @@ def _driver(tree: Tree, passes: dict[str, object]) -> tuple[ReductionResult, Led
 def test_a_deferred_pass_is_settled_after_the_next_pass_and_its_progress_counts() -> None:
     log: list[str] = []
     tree = _tree(14)  # two files in d0/
-    result, ledger = _driver(tree, {"later": _Later(log), "logged": _Logged(log)})
-    # each round: later starts, logged runs beside it, then later's result is proposed; the
-    # two deletions are progress (rounds go on), the third round finds nothing and stops
-    assert log[:6] == ["later.run", "logged.run", "later.settle"] * 2
+    passes = {"later": _Later(log), "quiet": _Quiet(log), "logged": _Logged(log)}
+    result, ledger = _driver(tree, passes)
+    # each round: later starts, quiet draws no sample, logged's samples run beside it, then
+    # later's result is proposed; two deletions are progress, the third round finds nothing
+    assert log[:8] == ["later.run", "quiet.run", "logged.run", "later.settle"] * 2
     assert result.stop_reason == "fixpoint" and not any(p.startswith("d0/") for p in result.tree)
     assert ledger.phases["later"].accepted == 2
     assert "later.drop" not in log

@@ -16,7 +16,9 @@ the trace never named follow, largest first):
 2. else run the bound content passes (``python``, ``blocks``, ``brackets``, ``lines``, those
    in the schedule) on that file alone: every other file is protected in the view they see,
 3. if the file changed, run the cuts (``trace``: a fresh traced run and its cut, which also
-   renews the order; ``refs``: the reference-graph cut),
+   renews the order; ``refs``: the reference-graph cut); with several slots the traced run
+   goes in the background and its cut follows the next file's work -- after the last file,
+   the driver settles it after the next pass that draws samples (``passes.base.Deferred``),
 
 then take the next file not yet worked on this round in the (possibly renewed) order. A file
 gets at most :data:`FIRST_BUDGET` oracle runs in the first sweep; the files a budget cut short
@@ -184,6 +186,7 @@ class TraceOrder:
         return sorted(files, key=lambda p: (rank.get(p, len(rank)), -tree.entries[p].size, p))
 
     def run(self, problem: Problem) -> None:
+        self._join(problem)  # a re-trace the driver did not settle (a direct caller)
         self.settled = {}
         trace = self.hints.trace
         if trace is None or not trace.order or not self.content:
@@ -210,11 +213,25 @@ class TraceOrder:
                     done.add(path)
                     short |= self._work(problem, path, budget)
                 if not short:
-                    self._join(problem)
-                    return
+                    if getattr(problem, "batch_width", 1) <= 1:
+                        self._join(problem)
+                    return  # else the driver settles the last re-trace (``settle``)
                 budget *= 4
-        finally:
+        except BaseException:
             self._join(problem, propose=False)  # stopped: wait for it, propose nothing
+            raise
+
+    def pending(self) -> bool:
+        return self._pending is not None
+
+    def settle(self, problem: Problem) -> None:
+        """Propose the cut of the last file's re-trace, which ran beside the next pass."""
+        self._join(problem)
+
+    def drop(self) -> None:
+        if self._pending is not None:
+            self._pending[1].result.result()
+            self._pending = None
 
     def _work(self, problem: Problem, path: str, budget: int) -> bool:
         """Work on one file; True when its budget cut the content passes short."""
@@ -254,7 +271,6 @@ class TraceOrder:
             budget_used=short,
         )
         return short
-
 
     def _cut(self, problem: Problem) -> None:
         """The cuts after a changed file. With several slots (a deterministic command and

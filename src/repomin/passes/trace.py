@@ -61,8 +61,8 @@ class TraceCut:
     candidate. A traced run that did not reproduce the failure is not used (it may have taken
     another path). Each new trace also refreshes the priors of the deletion search. With
     several slots (``batch_width`` > 1) the re-traced run goes in the background and its cut
-    is proposed by :meth:`settle`, which the driver calls after the next pass (``files``):
-    the traced run, several samples long, no longer holds up every slot.
+    is proposed by :meth:`settle`, which the driver calls after the next pass that draws
+    samples: the traced run, several samples long, no longer holds up every slot.
     """
 
     name: ClassVar[str] = "trace"
@@ -85,7 +85,6 @@ class TraceCut:
             self._cut(problem, self.trace, "traced run")
             return
         if getattr(problem, "batch_width", 1) > 1:
-            self.settle(problem)  # the driver's call normally came first
             self._background = self.start(problem)
             return
         due = self._due(problem)
@@ -109,6 +108,7 @@ class TraceCut:
     def start(self, problem: Problem) -> Retrace | None:
         """The re-trace ``run`` would make now, in the background (None: none is due); after
         the first cut only. :meth:`finish` proposes its cut later, against the tree then."""
+        self.settle(problem)  # one re-trace in flight at a time
         due = self._due(problem) if self.done else None
         if due is None:
             return None
