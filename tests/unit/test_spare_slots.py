@@ -163,3 +163,55 @@ def test_the_python_pass_runs_the_next_levels_first_batch_in_the_last_batchs_idl
     assert len(spans) == 2 and spans[0][1] < spans[1][2] and spans[1][1] < spans[0][2]
     seq = results[1][1][2:]
     assert len(seq) == 2 and seq[0][2] <= seq[1][1]  # one slot: one after the other
+
+
+def _two_files() -> Tree:
+    return text_tree(
+        {
+            "a.py": "raise RuntimeError('BUG')\n",
+            "b.py": "def g():\n    return 1\n",
+        }
+    )
+
+
+def _needs_both(t: Tree) -> bool:
+    wanted = {"a.py": (b"raise",), "b.py": (b"def g", b"return 1")}
+    return all(p in t and all(w in t[p].data for w in ws) for p, ws in wanted.items())
+
+
+def test_the_ordered_pass_offers_the_next_files_deletion_then_its_first_batch() -> None:
+    from repomin.passes.ordered import TraceOrder
+
+    tree = _two_files()
+    red, _ = _reduction(tree, _Spans(_needs_both), jobs=2)
+    ordered = TraceOrder()
+    ordered.bind({"python": PythonReduce()})
+    deletion = tree.without(["b.py"])
+    assert ordered._first(red, ["b.py"], 1) == [deletion]  # not decided yet: its deletion
+    assert ordered._first(red, [], 1) == [] and ordered._first(red, ["gone.py"], 1) == []
+    red.oracle.evaluate(deletion, "ordered", "x")  # rejected: b.py is needed
+    # then the python pass's first batch on b.py: its one top-level statement deleted
+    (first,) = ordered._first(red, ["b.py"], 1)
+    assert b"def g" not in first["b.py"].data and first["a.py"] == tree["a.py"]
+    accepting, _ = _reduction(tree, _Spans(lambda t: True), jobs=2)
+    accepting.oracle.evaluate(deletion, "ordered", "z")  # accepted: the next step adopts it
+    assert ordered._first(accepting, ["b.py"], 1) == []
+
+
+def test_a_files_last_python_batch_runs_the_next_files_deletion_beside_it() -> None:
+    from repomin.passes.hints import SearchHints
+    from repomin.passes.ordered import TraceOrder
+    from repomin.trace import TraceResult
+
+    tree = _two_files()
+    runner = _Spans(_needs_both)
+    red, _ = _reduction(tree, runner, jobs=2)
+    trace = TraceResult("strace", frozenset(tree.entries), "ok", order=("a.py", "b.py"))
+    ordered = TraceOrder(SearchHints(trace=trace))
+    ordered.bind({"python": PythonReduce()})
+    ordered.run(red)
+    assert red.current.digest == tree.digest  # nothing can go
+    spans = {d: (s, e) for d, s, e in runner.spans}
+    last_a = tree.replace("a.py", b"")  # a.py's one search, of its one statement
+    (s1, e1), (s2, e2) = spans[last_a.digest], spans[tree.without(["b.py"]).digest]
+    assert s1 < e2 and s2 < e1  # b.py's deletion ran beside a.py's last batch

@@ -75,6 +75,9 @@ class View:
         self._problem = problem
         self._protect = protect
         self._limit = None if budget is None else _samples(problem) + budget
+        #: What the caller proposes after the content passes, if the tree stays as it is
+        #: (``learn_delete``'s ``then``; the ordered pass: the next file's first candidates).
+        self.then: Spare | None = None
 
     def _over(self) -> bool:
         return self._limit is not None and _samples(self._problem) >= self._limit
@@ -211,7 +214,7 @@ class TraceOrder:
                         break
                     path = pending[0]
                     done.add(path)
-                    short |= self._work(problem, path, budget)
+                    short |= self._work(problem, path, budget, pending[1:2])
                 if not short:
                     if getattr(problem, "batch_width", 1) <= 1:
                         self._join(problem)
@@ -224,6 +227,24 @@ class TraceOrder:
     def pending(self) -> bool:
         return self._pending is not None
 
+    def _first(self, problem: Problem, files: list[str], width: int) -> list[Tree]:
+        """What this pass proposes first for the next file if the incumbent stays as it is:
+        its deletion, or when that is decided (rejected), its content passes' first batch
+        (``first_trees``) -- for a content pass's last batch to run in its idle slots."""
+        if not files or files[0] not in problem.current:
+            return []
+        deletion = problem.current.without(files[:1])
+        oracle = getattr(problem, "oracle", None)
+        decided = oracle.cached(deletion) if oracle is not None else None
+        if decided is None or decided.accepted:
+            return [deletion] if decided is None else []
+        for content in self.content:
+            first = getattr(content, "first_trees", None)
+            trees: list[Tree] = first(focus(problem, files[0]), files[0], width) if first else []
+            if trees:
+                return trees
+        return []
+
     def settle(self, problem: Problem) -> None:
         """Propose the cut of the last file's re-trace, which ran beside the next pass."""
         self._join(problem)
@@ -233,14 +254,16 @@ class TraceOrder:
             self._pending[1].result.result()
             self._pending = None
 
-    def _work(self, problem: Problem, path: str, budget: int) -> bool:
-        """Work on one file; True when its budget cut the content passes short."""
+    def _work(self, problem: Problem, path: str, budget: int, then: list[str]) -> bool:
+        """Work on one file; True when its budget cut the content passes short. ``then``:
+        the file that comes next if this one ends as it is (:meth:`_first`)."""
         before = problem.current
         entry = before.entries[path]
         runs = _samples(problem)
         short = False
         if problem.try_first(self.name, [(before.without([path]), f"delete {path}")]) is None:
             view = focus(problem, path, budget)
+            view.then = lambda k: self._first(problem, then, k)
             try:
                 for content in self.content:
                     if path not in problem.current:

@@ -65,6 +65,14 @@ class PythonReduce:
                 continue
             _FileReducer(problem, path, self.name).reduce()
 
+    def first_trees(self, problem: Problem, path: str, width: int) -> list[Tree]:
+        """What :meth:`run` proposes first for ``path`` with ``width`` slots (its module
+        body's first batch), for a caller's idle slots (``passes.ordered``)."""
+        entry = problem.current.entries.get(path)
+        if entry is None or not is_python(path, entry.data) or not compiles(entry.data, path):
+            return []
+        return _FileReducer(problem, path, self.name).first_trees(width)
+
 
 class _FileReducer:
     def __init__(self, problem: Problem, path: str, phase: str) -> None:
@@ -138,6 +146,16 @@ class _FileReducer:
         ``then`` of the level's search)."""
         src = self.source()
         bodies = self._bodies(src, self._below(src, level)) if src is not None else []
+        if src is None or not bodies:
+            then: Spare | None = getattr(self.problem, "then", None)  # after this file
+            return then(width) if then is not None else []
+        everything, build, _ = self._level(src, bodies)
+        return first_batch(everything, build, width, self.problem.current.digest)
+
+    def first_trees(self, width: int) -> list[Tree]:
+        """The first batch of :meth:`statements` on this file as it is."""
+        src = self.source()
+        bodies = self._bodies(src, [()]) if src is not None else []
         if src is None or not bodies:
             return []
         everything, build, _ = self._level(src, bodies)
