@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -125,3 +126,55 @@ def test_no_stray_blanks_before_closers() -> None:
 
     problem = reduce_in_process(DeleteTokens(), text_tree({"m.py": source}), predicate)
     assert problem.current["m.py"].data == b"def f(a):\n    pass\n"
+
+
+class _TwoSlots(PredicateProblem):
+    """Two batch slots (--jobs 2, deterministic): records the files of every try_first call."""
+
+    batch_width = 2
+
+    def __init__(self, tree: Tree, predicate: object) -> None:
+        super().__init__(tree, predicate)  # type: ignore[arg-type]
+        self.streams: list[list[str]] = []
+
+    def try_first(self, phase: str, candidates: Iterable[tuple[Tree, str]]) -> int | None:
+        files: list[str] = []
+
+        def noted() -> Iterable[tuple[Tree, str]]:
+            for tree, description in candidates:
+                path = description.rsplit(" in ", 1)[-1]
+                if path not in files:
+                    files.append(path)
+                yield tree, description
+
+        try:
+            return super().try_first(phase, noted())
+        finally:
+            self.streams.append(files)
+
+
+def test_with_slots_a_files_last_chunks_are_followed_by_the_next_files_first() -> None:
+    tree = text_tree({"a.txt": "alpha beta\n", "b.txt": "gamma delta\n", "c.txt": "eps zeta\n"})
+    problem = _TwoSlots(tree, lambda t: False)
+    DeleteTokens().run(problem)
+    # every file's only call also carries the next file's first chunks (none is accepted);
+    # the next call starts with those very chunks (decided: no run in a real reducer)
+    firsts = [stream[0] for stream in problem.streams]
+    assert sorted(firsts) == ["a.txt", "b.txt", "c.txt"]
+    assert problem.streams == [[firsts[0], firsts[1]], [firsts[1], firsts[2]], [firsts[2]]]
+
+
+def test_with_slots_an_accepted_chunk_of_the_next_file_ends_this_files_search() -> None:
+    tree = text_tree({"a.txt": "keep me\n", "b.txt": "drop these words\n"})
+
+    def keeps_a(t: Tree) -> bool:  # a.txt (the smaller, searched first) must stay as it is
+        return "a.txt" in t and t["a.txt"].data == b"keep me\n"
+
+    problem = _TwoSlots(tree, keeps_a)
+    DeleteTokens().run(problem)
+    one = reduce_in_process(DeleteTokens(), tree, keeps_a, rounds=1)
+    assert problem.current["a.txt"].data == b"keep me\n"
+    assert problem.current["b.txt"].data.strip() == b"" == one.current["b.txt"].data.strip()
+    # a.txt's one call ended with b.txt's first chunk (all of it) accepted: b.txt is empty
+    # and needs no search of its own; the same runs as one slot, one call instead of two
+    assert problem.streams == [["a.txt", "b.txt"]] and problem.calls == one.calls

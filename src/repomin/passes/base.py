@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import ClassVar, Protocol, TypeVar, runtime_checkable
 
 from repomin.tree import Tree
@@ -78,6 +79,7 @@ def ddmin_delete(
     units: Sequence[U],
     build: Callable[[Sequence[U]], Tree],
     describe: Callable[[Sequence[U]], str],
+    then: Callable[[], Iterable[tuple[Tree, str]]] | None = None,
 ) -> list[U]:
     """Delete as many ``units`` as possible, in chunks that halve from ``len(units)`` to 1.
 
@@ -91,6 +93,8 @@ def ddmin_delete(
     size (lazily), so a slot the last chunks of a size leave idle (one chunk of the whole
     file, a size whose other chunks the syntax guard turns into no-ops) runs the next size's
     first chunk. What is proposed in which order, and the first accepted, are as with one slot.
+    ``then()``: what the caller proposes next (the next file's :func:`ddmin_first`), chained
+    behind the last chunks the same way; when one of those is accepted, this search is over.
     """
     remaining = list(units)
     k = len(remaining)
@@ -98,25 +102,11 @@ def ddmin_delete(
     chained = getattr(problem, "batch_width", 1) > 1
     while k >= 1 and remaining:
         snapshot = list(remaining)
-        sizes = [k]
-        while chained and sizes[-1] > 1:
-            sizes.append(max(1, sizes[-1] // 2))
         tried: list[tuple[int, int]] = []
-
-        def candidates(
-            snapshot: list[U] = snapshot,
-            sizes: list[int] = sizes,
-            first: int = start,
-            tried: list[tuple[int, int]] = tried,
-        ) -> Iterable[tuple[Tree, str]]:
-            for size in sizes:
-                for s in range(first if size == sizes[0] else 0, len(snapshot), size):
-                    tried.append((size, s))
-                    chunk = snapshot[s : s + size]
-                    yield build(snapshot[:s] + snapshot[s + size :]), describe(chunk)
-
-        won = problem.try_first(phase, candidates())
-        if won is not None:
+        own = _chunks(snapshot, build, describe, k, start, chained, tried)
+        following = then() if chained and then is not None else ()
+        won = problem.try_first(phase, itertools.chain(own, following))
+        if won is not None and won < len(tried):
             k, s = tried[won]
             remaining = snapshot[:s] + snapshot[s + k :]
             start = s
@@ -125,3 +115,31 @@ def ddmin_delete(
             break
         k, start = max(1, k // 2), 0
     return remaining
+
+
+def ddmin_first(
+    units: Sequence[U], build: Callable[[Sequence[U]], Tree], describe: Callable[[Sequence[U]], str]
+) -> Iterator[tuple[Tree, str]]:
+    """The candidates of :func:`ddmin_delete`'s first ``try_first`` call with batch slots."""
+    return _chunks(list(units), build, describe, len(units), 0, True, [])
+
+
+def _chunks(
+    snapshot: list[U],
+    build: Callable[[Sequence[U]], Tree],
+    describe: Callable[[Sequence[U]], str],
+    k: int,
+    first: int,
+    chained: bool,
+    tried: list[tuple[int, int]],
+) -> Iterator[tuple[Tree, str]]:
+    """Chunks of size ``k`` from ``first`` on (chained: then of every smaller size), lazily;
+    ``tried`` records (size, start) of each one handed out."""
+    sizes = [k]
+    while chained and sizes[-1] > 1:
+        sizes.append(max(1, sizes[-1] // 2))
+    for size in sizes:
+        for s in range(first if size == sizes[0] else 0, len(snapshot), size):
+            tried.append((size, s))
+            chunk = snapshot[s : s + size]
+            yield build(snapshot[:s] + snapshot[s + size :]), describe(chunk)

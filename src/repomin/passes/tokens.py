@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from repomin.passes.base import Problem, ddmin_delete
+from repomin.passes.base import Problem, ddmin_delete, ddmin_first
 from repomin.passes.textedit import propose, splice, syntax_guard, text_files
 from repomin.tree import Tree
 
@@ -55,6 +55,10 @@ def tokens(data: bytes) -> list[Token]:
     return out
 
 
+#: A file's token search: its units and how to build and describe a deletion.
+_Search = tuple[list[Token], Callable[[Sequence[Token]], Tree], Callable[[Sequence[Token]], str]]
+
+
 class DeleteTokens:
     """The ``tokens`` pass (see the module docstring)."""
 
@@ -64,17 +68,38 @@ class DeleteTokens:
         self._done: set[tuple[str, str]] = set()
 
     def run(self, problem: Problem) -> None:
-        files = text_files(problem, lambda _p, data: len(data) <= MAX_BYTES)
-        for path in reversed(files):
+        files = list(reversed(text_files(problem, lambda _p, data: len(data) <= MAX_BYTES)))
+        for i, path in enumerate(files):
             if path in problem.current:
-                self._reduce_file(problem, path)
+                self._reduce_file(problem, path, files[i + 1 :])
 
-    def _reduce_file(self, problem: Problem, path: str) -> None:
-        data = problem.current[path].data
+    def _reduce_file(self, problem: Problem, path: str, later: Sequence[str] = ()) -> None:
+        """``later``: the files after this one; with batch slots the next one's first chunks
+        follow this file's last ones (``ddmin_delete``'s ``then``)."""
+        search = self._search(problem, path)
+        if search is None:
+            return  # already token-minimal in this content: not worth a second full sweep
+        self._done.add((path, hashlib.sha256(problem.current[path].data).hexdigest()))
+
+        def then() -> Iterator[tuple[Tree, str]]:
+            for other in later:
+                following = self._search(problem, other)
+                if following is not None:
+                    return ddmin_first(*following)
+            return iter(())
+
+        ddmin_delete(problem, self.name, *search, then=then)
+
+    def _search(self, problem: Problem, path: str) -> _Search | None:
+        """The units of ``path``'s search and how to build and describe a deletion (None: the
+        file is gone or this content was swept)."""
+        entry = problem.current.entries.get(path)
+        if entry is None:
+            return None
+        data = entry.data
         key = (path, hashlib.sha256(data).hexdigest())
         if key in self._done:
-            return  # already token-minimal in this content: not worth a second full sweep
-        self._done.add(key)
+            return None
         units = tokens(data)
         guard = syntax_guard(path, data)
 
@@ -88,7 +113,7 @@ class DeleteTokens:
             more = f" and {len(chunk) - 4} more" if len(chunk) > 4 else ""
             return f"delete tokens {shown!r}{more} in {path}"
 
-        ddmin_delete(problem, self.name, units, build, describe)
+        return units, build, describe
 
 
 def _tidy(data: bytes, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
