@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -215,3 +215,42 @@ def test_a_files_last_python_batch_runs_the_next_files_deletion_beside_it() -> N
     last_a = tree.replace("a.py", b"")  # a.py's one search, of its one statement
     (s1, e1), (s2, e2) = spans[last_a.digest], spans[tree.without(["b.py"]).digest]
     assert s1 < e2 and s2 < e1  # b.py's deletion ran beside a.py's last batch
+
+
+def test_the_learning_search_guesses_only_behind_single_units() -> None:
+    tree = text_tree({f"f{i}": f"{i}\n" for i in range(40)})
+    units = [f"f{i}" for i in range(40)]
+
+    def build(remaining: Sequence[str]) -> Tree:
+        keep = set(remaining)
+        return tree.without([u for u in units if u not in keep])
+
+    seen: list[tuple[list[int], int]] = []
+
+    class _Wide:
+        batch_width = 4
+        current = tree
+
+        def protected(self, path: str) -> bool:
+            return False
+
+        def try_first(self, phase: str, candidates: object) -> int | None:
+            raise AssertionError("a batch problem gets batches")
+
+        def try_batch(
+            self,
+            phase: str,
+            candidates: Sequence[tuple[Tree, str]],
+            ahead: object = None,
+            combine: object = None,
+            spare: Callable[[int], list[Tree]] | None = None,
+        ) -> list[bool | None]:
+            assert spare is not None
+            sizes = [tree.file_count - t.file_count for t, _ in candidates]
+            seen.append((sizes, len(spare(1))))
+            return [False] * len(candidates)  # every unit is needed: groups split to units
+
+    learn_delete(_Wide(), "p", units, build, lambda c: ",".join(c))
+    assert any(max(sizes) > 1 for sizes, _ in seen)  # groups were tested, then split
+    assert all(guessed == 0 for sizes, guessed in seen if max(sizes) > 1)
+    assert any(guessed for sizes, guessed in seen if max(sizes) == 1)  # singles: a guess

@@ -256,8 +256,9 @@ def learn_delete(
     new incumbent, or returns None when the incumbent no longer matches the units (the search
     then stops early, and the caller's next round starts from the new content). ``then(k)``:
     up to ``k`` trees the caller proposes next if the search ends with the incumbent as it
-    is; with batch slots, a batch that leaves slots idle runs in them what follows if it is
-    rejected -- the next batch of this search, or at its end ``then``'s trees.
+    is; with batch slots, a batch of single units (each more likely needed than not) that
+    leaves slots idle runs in them what follows if it is rejected -- the next batch of this
+    search, or at its end ``then``'s trees.
     """
     n = len(units)
     if priors is not None and len(priors) != n:
@@ -292,6 +293,8 @@ def learn_delete(
 
     def spare_of(parts: Sequence[Part], trees: Sequence[Tree], digest: str) -> Spare:
         def spare(k: int) -> list[Tree]:
+            if any(len(part.units) > 1 for part in parts):
+                return []  # a group is sized to succeed as often as not: no safe guess
             hypo = search.copy()
             hypo.learn(parts, [False] * len(parts), digest, trees)
             following = hypo.plan(k, digest)
