@@ -371,8 +371,8 @@ def first_batch(
     """The trees of the first batch :func:`learn_delete` (default priors) would propose over
     ``units`` with ``width`` slots against the incumbent ``digest`` (a caller's ``then``)."""
     search: Search[U] = Search(units, [1.0 / max(1, len(units))] * len(units))
-    order = search.order
-    return [
-        build([units[i] for i in order if i not in set(part.units)])
-        for part in search.plan(width, digest)
-    ]
+    trees = []
+    for part in search.plan(width, digest):
+        gone = set(part.units)
+        trees.append(build([units[i] for i in search.order if i not in gone]))
+    return trees

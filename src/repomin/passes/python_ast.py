@@ -145,17 +145,17 @@ class _FileReducer:
         """The first batch of the level below ``level`` if the incumbent stays as it is (the
         ``then`` of the level's search)."""
         src = self.source()
-        bodies = self._bodies(src, self._below(src, level)) if src is not None else []
-        if src is None or not bodies:
+        trees = self.first_trees(width, self._below(src, level)) if src is not None else []
+        if not trees:
             then: Spare | None = getattr(self.problem, "then", None)  # after this file
             return then(width) if then is not None else []
-        everything, build, _ = self._level(src, bodies)
-        return first_batch(everything, build, width, self.problem.current.digest)
+        return trees
 
-    def first_trees(self, width: int) -> list[Tree]:
-        """The first batch of :meth:`statements` on this file as it is."""
+    def first_trees(self, width: int, level: Sequence[Loc] = ((),)) -> list[Tree]:
+        """The first batch of the search over ``level``'s bodies (the module body: the first
+        of :meth:`statements`) on this file as it is."""
         src = self.source()
-        bodies = self._bodies(src, [()]) if src is not None else []
+        bodies = self._bodies(src, level) if src is not None else []
         if src is None or not bodies:
             return []
         everything, build, _ = self._level(src, bodies)
