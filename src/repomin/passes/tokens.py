@@ -55,8 +55,9 @@ def tokens(data: bytes) -> list[Token]:
     return out
 
 
-#: A file's token search: its units and how to build and describe a deletion.
-_Search = tuple[list[Token], Callable[[Sequence[Token]], Tree], Callable[[Sequence[Token]], str]]
+#: A file's token search: its content key, units, and how to build and describe a deletion.
+_Build = Callable[[Sequence[Token]], Tree]
+_Search = tuple[tuple[str, str], list[Token], _Build, Callable[[Sequence[Token]], str]]
 
 
 class DeleteTokens:
@@ -79,20 +80,20 @@ class DeleteTokens:
         search = self._search(problem, path)
         if search is None:
             return  # already token-minimal in this content: not worth a second full sweep
-        self._done.add((path, hashlib.sha256(problem.current[path].data).hexdigest()))
+        self._done.add(search[0])
 
         def then() -> Iterator[tuple[Tree, str]]:
             for other in later:
                 following = self._search(problem, other)
                 if following is not None:
-                    return ddmin_first(*following)
+                    return ddmin_first(*following[1:])
             return iter(())
 
-        ddmin_delete(problem, self.name, *search, then=then)
+        ddmin_delete(problem, self.name, *search[1:], then=then)
 
     def _search(self, problem: Problem, path: str) -> _Search | None:
-        """The units of ``path``'s search and how to build and describe a deletion (None: the
-        file is gone or this content was swept)."""
+        """The content's key, the units of ``path``'s search and how to build and describe a
+        deletion (None: the file is gone or this content was swept)."""
         entry = problem.current.entries.get(path)
         if entry is None:
             return None
@@ -113,7 +114,7 @@ class DeleteTokens:
             more = f" and {len(chunk) - 4} more" if len(chunk) > 4 else ""
             return f"delete tokens {shown!r}{more} in {path}"
 
-        return units, build, describe
+        return key, units, build, describe
 
 
 def _tidy(data: bytes, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
