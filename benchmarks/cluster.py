@@ -132,9 +132,9 @@ def throughput(workers: int, files: int, needed_n: int, sleep: float, samples: i
     at a time: the dispatch alone, without a search deciding what to run next."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from repomin.app.selection import SelectionOptions, select
     from repomin.cluster.runner import ClusterRunner
     from repomin.runners.base import RunRequest
-    from repomin.selection import SelectionOptions, select
 
     root = Path(tempfile.mkdtemp(prefix="repomin-bench-cluster-"))
     try:

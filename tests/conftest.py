@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from repomin.accounting import Ledger
 from repomin.failure.contract import FailureContract, FailureSpec
-from repomin.oracle import Oracle
-from repomin.policy import SamplingConfig
 from repomin.runners.base import Outcome, Runner, RunRequest
+from repomin.sampling.accounting import Ledger
+from repomin.sampling.oracle import Oracle
+from repomin.sampling.policy import SamplingConfig
 from repomin.tree import Tree
 from tests.stub_runner import StubRunner
 

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from repomin import stats
-from repomin.app import ReduceOptions, execute
+from repomin.app.reduce import ReduceOptions, execute
+from repomin.app.session import default_session_dir
 from repomin.failure.contract import FailureSpec
-from repomin.policy import SamplingConfig, SamplingPolicy
 from repomin.runners.base import Outcome, RunRequest
-from repomin.session import default_session_dir
+from repomin.sampling import stats
+from repomin.sampling.policy import SamplingConfig, SamplingPolicy
 from repomin.tree import Tree
 from tests.stub_runner import StubRunner
 

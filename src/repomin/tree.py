@@ -18,7 +18,7 @@ Modification times (``Entry.mtime_ns``, read from SRC) are carried to every copy
 part of the digest: every entry's time comes from SRC and an edit keeps it
 (:meth:`Entry.with_data`), so within one reduction a path always has the same time and the
 digest already decides the mtimes. The complete payload fingerprint (``tree-sha256-v1``, see
-:mod:`repomin.fingerprint`) does cover them.
+:mod:`repomin.report.fingerprint`) does cover them.
 """
 
 from __future__ import annotations

@@ -222,7 +222,7 @@ def test_workers_with_another_environment_are_refused_unless_allowed(tmp_path: P
 def test_the_traced_run_comes_back_in_band(
     cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from repomin import trace
+    from repomin.analysis import trace
 
     def no_local_sink(*a: object, **k: object) -> str:
         raise AssertionError("a cluster trace must not use a sink on this machine")

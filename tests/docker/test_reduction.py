@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from repomin.app import ReduceOptions, execute
+from repomin.app.reduce import ReduceOptions, execute
 from repomin.failure.contract import FailureSpec
-from repomin.oracle import SamplingConfig
+from repomin.sampling.oracle import SamplingConfig
 from tests.conftest import make_repo
 from tests.docker._support import BUSYBOX, leftovers, new_label
 

@@ -43,8 +43,8 @@ fi
 exit 0
 """
 LEARN = (
-    "import math, sys; from repomin import stats; "
-    "from repomin.policy import SamplingConfig, SamplingPolicy; "
+    "import math, sys; from repomin.sampling import stats; "
+    "from repomin.sampling.policy import SamplingConfig, SamplingPolicy; "
     "k = open(sys.argv[1] + '/baseline').read().count('1'); "
     "t = SamplingPolicy.learn(SamplingConfig(), k, 20, stats.lower_bound(k, 20, 0.95)).theta; "
     "open(sys.argv[1] + '/theta', 'w').write(str(math.floor(t * 1000)))"

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from repomin.cli.main import cli
-from repomin.fingerprint import fingerprint
+from repomin.report.fingerprint import fingerprint
 
 OLD, NEW = 1_500_000_000_111_111_111, 1_600_000_000_222_222_222
 MAKEFILE = """\

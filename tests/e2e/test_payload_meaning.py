@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from repomin import app
+from repomin.app import reduce as app
+from repomin.app.options import ReduceOptions
+from repomin.app.progress import NullProgress
+from repomin.app.selection import SelectionOptions
 from repomin.errors import UsageError
 from repomin.failure.contract import FailureSpec
-from repomin.options import ReduceOptions
-from repomin.progress import NullProgress
 from repomin.runners.host import HostRunner
-from repomin.selection import SelectionOptions
 from tests.conftest import reduce_argv
 
 ROOT = Path(__file__).resolve().parents[2]

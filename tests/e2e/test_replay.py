@@ -26,8 +26,8 @@ from repomin.cli.main import cli
 from repomin.errors import InfrastructureError, ReportError, UsageError
 from repomin.failure import signatures
 from repomin.failure.contract import FailureContract
-from repomin.fingerprint import fingerprint
 from repomin.report import replay as rp
+from repomin.report.fingerprint import fingerprint
 from repomin.report.validate import validate_report
 from repomin.runners.base import Outcome, RunRequest
 from repomin.tree import Entry, Tree, materialise

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from repomin.session import SESSION_FORMAT
+from repomin.app.session import SESSION_FORMAT
 from tests.conftest import make_repo, reduce_argv
 
 NEEDED = ["d2/f0.txt", "f1.txt"]

@@ -2,8 +2,8 @@
 
 ``PredicateProblem`` is the minimal ``Problem``: ``try_first`` walks the candidates in order and
 adopts the first one that is smaller (as the real driver requires) and satisfies the predicate.
-``reduce_with_reduction`` runs passes through the real :class:`~repomin.reducer.Reduction`
-and :class:`~repomin.oracle.Oracle` with the shared ``FakeRunner`` (a predicate, no
+``reduce_with_reduction`` runs passes through the real :class:`~repomin.search.reducer.Reduction`
+and :class:`~repomin.sampling.oracle.Oracle` with the shared ``FakeRunner`` (a predicate, no
 subprocess), so ``jobs=2`` exercises speculative evaluation too.
 """
 
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from repomin.accounting import Ledger
 from repomin.failure.contract import FailureContract, FailureSpec
-from repomin.oracle import Oracle, SamplingConfig
 from repomin.passes.base import Pass
-from repomin.reducer import Reduction, run_passes
+from repomin.sampling.accounting import Ledger
+from repomin.sampling.oracle import Oracle, SamplingConfig
+from repomin.search.reducer import Reduction, run_passes
 from repomin.tree import Entry, Tree
 from tests.conftest import FakeRunner
 

@@ -12,16 +12,16 @@ from click.testing import CliRunner
 
 from repomin.cli.main import cli
 from repomin.cli.options import SAMPLING_MODES
-from repomin.policy import SAMPLING_MODES as POLICY_MODES
+from repomin.sampling.policy import SAMPLING_MODES as POLICY_MODES
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def test_importing_the_cli_loads_no_statistics() -> None:
     probe = (
-        "import sys, repomin.cli.main, repomin.progress; "
+        "import sys, repomin.cli.main, repomin.app.progress; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy' "
-        "or m in ('repomin.policy', 'repomin.stats', 'repomin.cli.report_cmds')))"
+        "or m in ('repomin.sampling.policy', 'repomin.sampling.stats', 'repomin.cli.report_cmds')))"
     )
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     done = subprocess.run(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from repomin.diagnose import (
+from repomin.app.diagnose import (
     BaselineWatch,
     brief_run,
     check_command,
@@ -17,11 +17,11 @@ from repomin.diagnose import (
     output_tail,
     provisionally_reproduces,
 )
+from repomin.app.selection import DEFAULT_IGNORED_NAMES, SelectionOptions, select
 from repomin.errors import UsageError
 from repomin.failure.contract import FailureContract, FailureSpec
 from repomin.runners.base import Outcome, RunRequest
 from repomin.runners.host import HostRunner
-from repomin.selection import DEFAULT_IGNORED_NAMES, SelectionOptions, select
 from repomin.tree import Tree
 
 

@@ -127,8 +127,8 @@ def test_terminal_summary_paths_absolute_and_consistent(tmp_path: Path, monkeypa
 
 
 def _slipped(final: tuple[int, int], keep: bool = False) -> dict[str, Any]:
-    from repomin.rate_guard import KeepRate, slippage_record
-    from repomin.verdict import Baseline
+    from repomin.sampling.rate_guard import KeepRate, slippage_record
+    from repomin.sampling.verdict import Baseline
 
     base = Baseline(10, 20, 0.3, 0.7, 1, 0, ())
     guard = KeepRate(base, 0.05, lambda _t: True) if keep else None

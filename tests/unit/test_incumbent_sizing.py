@@ -17,15 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from repomin import stats
-from repomin.app import ReduceOptions, execute
+from repomin.app.reduce import ReduceOptions, execute
+from repomin.app.session import Session, default_session_dir
 from repomin.failure.contract import FailureSpec
-from repomin.incumbent import SIZING_CONFIDENCE, RateEvidence, screen_for
-from repomin.oracle import Oracle, OracleHooks
-from repomin.policy import SamplingConfig, SamplingPolicy
-from repomin.session import Session, default_session_dir
+from repomin.sampling import stats
+from repomin.sampling.incumbent import SIZING_CONFIDENCE, RateEvidence, screen_for
+from repomin.sampling.oracle import Oracle, OracleHooks
+from repomin.sampling.policy import SamplingConfig, SamplingPolicy
+from repomin.sampling.verdict import Verdict
 from repomin.tree import Entry, Tree
-from repomin.verdict import Verdict
 from tests.conftest import FakeRunner, fake_oracle
 from tests.montecarlo import FILES, BernoulliRunner, Killed
 

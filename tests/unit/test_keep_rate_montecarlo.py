@@ -8,10 +8,10 @@ import random
 
 import pytest
 
-from repomin.policy import Sampling
-from repomin.rate_guard import KeepRate
+from repomin.sampling.policy import Sampling
+from repomin.sampling.rate_guard import KeepRate
+from repomin.sampling.verdict import Baseline, Verdict
 from repomin.tree import Tree
-from repomin.verdict import Baseline, Verdict
 
 ALPHA = 0.05
 TRIALS = 800

@@ -13,13 +13,13 @@ from collections.abc import Callable, Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from repomin.analysis.trace import TraceResult
 from repomin.passes.base import Combine, Speculate
-from repomin.passes.belief import PRIOR_MAX, TRUST, Belief, TieredBelief
+from repomin.passes.deletion.belief import PRIOR_MAX, TRUST, Belief, TieredBelief
+from repomin.passes.deletion.learning import SearchStats, learn_delete
 from repomin.passes.files import DeleteFiles
 from repomin.passes.hints import SearchHints
-from repomin.passes.learning import SearchStats, learn_delete
 from repomin.passes.lines import DeleteLines
-from repomin.trace import TraceResult
 from repomin.tree import Tree
 from tests.unit._pass_harness import (
     PredicateProblem,

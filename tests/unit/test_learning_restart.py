@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from repomin.passes.lines import DeleteLines
 from repomin.passes.restart import BUDGET, GIVE_UP, MAX_FILES, Restart
-from repomin.reducer import Reduction, run_passes
+from repomin.search.reducer import Reduction, run_passes
 from repomin.tree import Tree
 from tests.unit._pass_harness import PredicateProblem, predicate_oracle, text_tree
 

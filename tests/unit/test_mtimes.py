@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from repomin.export import export_payload
-from repomin.fingerprint import fingerprint
-from repomin.selection import SelectionOptions, select
-from repomin.session import Session
+from repomin.app.export import export_payload
+from repomin.app.selection import SelectionOptions, select
+from repomin.app.session import Session
+from repomin.report.fingerprint import fingerprint
 from repomin.tree import Entry, Tree, materialise
 
 OLD, NEW = 1_500_000_000_123_456_789, 1_600_000_000_987_654_321

@@ -12,13 +12,13 @@ import threading
 
 import numpy as np
 
-from repomin import stats
-from repomin.accounting import Ledger
 from repomin.failure.contract import FailureContract, FailureSpec
-from repomin.fingerprint import Fingerprint
-from repomin.holdout import HoldoutConfig, run_holdout
-from repomin.oracle import Oracle, SamplingConfig
-from repomin.policy import Sampling, SamplingPolicy
+from repomin.report.fingerprint import Fingerprint
+from repomin.sampling import stats
+from repomin.sampling.accounting import Ledger
+from repomin.sampling.holdout import HoldoutConfig, run_holdout
+from repomin.sampling.oracle import Oracle, SamplingConfig
+from repomin.sampling.policy import Sampling, SamplingPolicy
 from repomin.tree import Entry, Tree
 from tests.conftest import FakeRunner, fake_oracle
 

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from repomin.fold import TreeMerge, merge_text, tree_delta
-from repomin.parallel import fold_accepted
+from repomin.sampling.parallel import fold_accepted
+from repomin.search.fold import TreeMerge, merge_text, tree_delta
 from repomin.tree import Entry, Tree
 from tests.unit.test_reduction import _tree, assert_identities, needs, reduce_tree
 

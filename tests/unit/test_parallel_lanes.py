@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from repomin.accounting import Ledger
-from repomin.budget import Budget, Cancelled
-from repomin.lanes import Lane, SlotPool, first_accepted_lanes
-from repomin.oracle import Oracle, SamplingConfig
-from repomin.reducer import Reduction, ReductionResult, run_passes
 from repomin.runners.base import Outcome, RunRequest
+from repomin.sampling.accounting import Ledger
+from repomin.sampling.budget import Budget, Cancelled
+from repomin.sampling.lanes import Lane, SlotPool, first_accepted_lanes
+from repomin.sampling.oracle import Oracle, SamplingConfig
+from repomin.search.reducer import Reduction, ReductionResult, run_passes
 from repomin.tree import Entry, Tree
 from tests.conftest import fake_oracle
 from tests.stub_runner import StubRunner
@@ -266,7 +266,7 @@ def test_a_budget_stop_mid_race_keeps_the_accounting() -> None:
 def test_the_ordered_view_forwards_the_chain_width() -> None:
     """``ordered`` searches one file through a budget view: without the forward its learning
     searches would go one candidate at a time under a flaky command."""
-    from repomin.chain import chained
+    from repomin.passes.deletion.chain import chained
     from repomin.passes.ordered import focus
 
     runner = KeyedRunner(_rate)

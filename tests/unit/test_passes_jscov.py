@@ -6,12 +6,12 @@ import shutil
 
 import pytest
 
+from repomin.analysis.trace import TraceResult, trace_opened_files
+from repomin.analysis.v8coverage import FileCoverage
 from repomin.passes.hints import SearchHints
 from repomin.passes.jscov import CoverageCut, never_run_bodies
 from repomin.runners.host import HostRunner
-from repomin.trace import TraceResult, trace_opened_files
 from repomin.tree import Tree
-from repomin.v8coverage import FileCoverage
 from tests.unit._pass_harness import PredicateProblem, text_tree
 
 SRC = (

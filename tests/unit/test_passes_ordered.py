@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from repomin.analysis.trace import TraceResult, strace_order
 from repomin.passes.hints import SearchHints
 from repomin.passes.lines import DeleteLines
 from repomin.passes.ordered import TraceOrder, Unsettled, focus, wrap_unsettled
 from repomin.passes.trace import TraceCut
-from repomin.trace import TraceResult, strace_order
 from repomin.tree import Tree
 from tests.unit._pass_harness import PredicateProblem, text_tree
 
@@ -320,7 +320,7 @@ def test_with_two_slots_the_retrace_runs_beside_the_next_files_samples(
 
 
 def test_a_stopped_search_waits_for_the_background_retrace_and_proposes_nothing() -> None:
-    from repomin.budget import StopSearch
+    from repomin.sampling.budget import StopSearch
 
     tree = _chain_tree()
     ordered, instances, problem = _ordered(tree, batched=True)

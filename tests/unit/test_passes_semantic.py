@@ -14,10 +14,7 @@ from typing import Any
 
 import pytest
 
-from repomin.errors import UsageError
-from repomin.failure.contract import FailureSpec
-from repomin.passes.semantic import SemanticReduce
-from repomin.semantic import (
+from repomin.analysis.semantic import (
     API_KEY_ENV,
     REDUCER_ID,
     SemanticClient,
@@ -26,6 +23,9 @@ from repomin.semantic import (
     failure_context,
     no_provenance,
 )
+from repomin.errors import UsageError
+from repomin.failure.contract import FailureSpec
+from repomin.passes.semantic import SemanticReduce
 from repomin.tree import Tree
 from tests.unit._pass_harness import PredicateProblem, reduce_with_reduction, text_tree
 
@@ -131,7 +131,7 @@ def test_failures_are_logged_and_skipped(
 ) -> None:
     endpoint.reply = lambda body: reply
     client = client_for(endpoint, timeout=0.3, key="sk-secret-123")
-    with caplog.at_level(logging.WARNING, logger="repomin.semantic"):
+    with caplog.at_level(logging.WARNING, logger="repomin.analysis.semantic"):
         assert client.smaller_file("m.py", SOURCE, "") is None
     assert client.failures == 1
     assert reason in caplog.text
@@ -140,7 +140,7 @@ def test_failures_are_logged_and_skipped(
 
 def test_connection_refused_is_skipped(caplog: pytest.LogCaptureFixture) -> None:
     client = SemanticClient(SemanticConfig("http://127.0.0.1:9/v1", "m", 0.5), environ={})
-    with caplog.at_level(logging.WARNING, logger="repomin.semantic"):
+    with caplog.at_level(logging.WARNING, logger="repomin.analysis.semantic"):
         assert client.files_to_drop([("a", 1), ("b", 2)], "") is None
     assert client.failures == 1 and "semantic:" in caplog.text
 

@@ -9,10 +9,7 @@ from typing import Any
 
 import pytest
 
-from repomin.passes.trace import TraceCut, kept_by_trace
-from repomin.runners.base import Outcome, RunRequest
-from repomin.runners.host import HostRunner
-from repomin.trace import (
+from repomin.analysis.trace import (
     TraceResult,
     atime_paths,
     disabled,
@@ -20,6 +17,9 @@ from repomin.trace import (
     trace_opened_files,
     wrapper_script,
 )
+from repomin.passes.trace import TraceCut, kept_by_trace
+from repomin.runners.base import Outcome, RunRequest
+from repomin.runners.host import HostRunner
 from repomin.tree import Entry, Tree
 from tests.unit._pass_harness import PredicateProblem, text_tree
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from scipy.stats import binom
 
-from repomin import stats
+from repomin.sampling import stats
 from tests.montecarlo import run_trials
 
 ALPHA = 0.05

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from repomin import pipeline as stage
-from repomin.app import ReduceOptions, build_context, execute
+from repomin.app import pipeline as stage
+from repomin.app.progress import NullProgress
+from repomin.app.reduce import ReduceOptions, build_context, execute
+from repomin.app.selection import select
+from repomin.app.session import default_session_dir
 from repomin.failure.contract import FailureSpec
-from repomin.policy import Sampling, SamplingConfig
-from repomin.progress import NullProgress
 from repomin.report.validate import validate_report
 from repomin.runners.base import TRACE_SAMPLE_ID, Outcome, Runner, RunRequest
-from repomin.selection import select
-from repomin.session import default_session_dir
+from repomin.sampling.policy import Sampling, SamplingConfig
 from repomin.tree import Tree
 from tests.conftest import FakeRunner, make_repo
 

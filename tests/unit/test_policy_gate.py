@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from repomin import stats
-from repomin.accounting import Ledger
-from repomin.app import ReduceOptions, execute
+from repomin.app.reduce import ReduceOptions, execute
+from repomin.app.session import Session
 from repomin.failure.contract import FailureSpec
-from repomin.holdout import HoldoutConfig
-from repomin.policy import Sampling, SamplingConfig, SamplingPolicy
-from repomin.reducer import Reduction
 from repomin.report.validate import validate_report
-from repomin.session import Session
+from repomin.sampling import stats
+from repomin.sampling.accounting import Ledger
+from repomin.sampling.holdout import HoldoutConfig
+from repomin.sampling.policy import Sampling, SamplingConfig, SamplingPolicy
+from repomin.search.reducer import Reduction
 from repomin.tree import Entry, Tree
 from tests.conftest import FakeRunner, fake_oracle
 
@@ -198,7 +198,7 @@ def test_the_check_uses_the_all_pass_lower_bound_in_closed_form() -> None:
     (no scipy while parsing options); it is the bound the rest of the tool computes."""
     import math
 
-    from repomin import stats
+    from repomin.sampling import stats
 
     for n in (1, 2, 3, 5, 10, 30, 200):
         for c in (0.5, 0.9, 0.95, 0.99, 0.999):

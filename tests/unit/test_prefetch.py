@@ -7,13 +7,13 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from repomin import pipeline as stage
-from repomin.accounting import Ledger
-from repomin.policy import SamplingConfig
-from repomin.prefetch import FinalPrefetch
+from repomin.app import pipeline as stage
 from repomin.report.validate import validate_report
 from repomin.runners.base import Outcome, RunRequest
-from repomin.timeouts import AdaptiveTimeoutRunner
+from repomin.sampling.accounting import Ledger
+from repomin.sampling.policy import SamplingConfig
+from repomin.sampling.timeouts import AdaptiveTimeoutRunner
+from repomin.search.prefetch import FinalPrefetch
 from repomin.tree import Entry, Tree
 from tests.conftest import FakeRunner, fake_oracle
 from tests.unit.test_pipeline import _needs, _options, _stages

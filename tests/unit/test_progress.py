@@ -6,7 +6,7 @@ import contextlib
 import threading
 from typing import Any
 
-from repomin.progress import (
+from repomin.app.progress import (
     NullProgress,
     ObservedRunner,
     ProgressState,
@@ -186,7 +186,7 @@ def test_observed_runner_finishes_on_error() -> None:
 
 
 def test_notices_in_a_pipe_and_quiet(capsys: Any) -> None:
-    from repomin.progress import LogProgress, NoticeProgress, make_progress
+    from repomin.app.progress import LogProgress, NoticeProgress, make_progress
 
     assert isinstance(make_progress(quiet=True, verbose=True), NullProgress)
     assert type(make_progress(quiet=False, verbose=False)) is NoticeProgress  # stderr is no tty

@@ -18,7 +18,7 @@ _CLOCK = re.compile(r"^(\d+):(\d\d)  ")
 
 CHILD = r"""
 import sys
-from repomin.progress import LiveProgress, ObservedRunner
+from repomin.app.progress import LiveProgress, ObservedRunner
 from repomin.runners.base import RunRequest
 from repomin.runners.host import HostRunner
 from repomin.tree import Tree

@@ -11,10 +11,10 @@ from pathlib import Path
 import click
 import pytest
 
+from repomin.app.selection import DEFAULT_IGNORED_NAMES
 from repomin.cli.main import cli
 from repomin.passes import DEFAULT_SCHEDULE
 from repomin.runners.host import IMPLICIT_ENVIRONMENT
-from repomin.selection import DEFAULT_IGNORED_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

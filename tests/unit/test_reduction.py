@@ -6,9 +6,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from repomin.accounting import Ledger
-from repomin.oracle import Budget, Oracle, Sampling, SamplingConfig
-from repomin.reducer import Reduction, ReductionResult, run_passes
+from repomin.sampling.accounting import Ledger
+from repomin.sampling.oracle import Budget, Oracle, Sampling, SamplingConfig
+from repomin.search.reducer import Reduction, ReductionResult, run_passes
 from repomin.tree import Entry, Tree
 from tests.conftest import FakeRunner, fake_oracle
 
@@ -244,7 +244,7 @@ class _Logged:
         fresh = sorted(p for p in problem.current.entries if not p.startswith("d0/"))
         problem.probe(self.name, problem.current.without(fresh[:1]))  # draws a sample
         if self.stop_after is not None and self.log.count("logged.run") > self.stop_after:
-            from repomin.budget import StopSearch
+            from repomin.sampling.budget import StopSearch
 
             raise StopSearch("max_runs")
 

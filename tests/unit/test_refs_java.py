@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from repomin.refs import RefGraph
+from repomin.analysis.refs import RefGraph
 from tests.unit._pass_harness import text_tree
 
 SRC = "src/main/java/org/ex"

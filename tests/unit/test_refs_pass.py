@@ -9,9 +9,9 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from repomin.analysis.refs import RefGraph, distances
 from repomin.passes import DEFAULT_SCHEDULE, REGISTRY
 from repomin.passes.refs import RefsCut
-from repomin.refs import RefGraph, distances
 from repomin.tree import Tree
 from tests.unit._pass_harness import PredicateProblem, reduce_with_reduction, text_tree
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from repomin.refs import RefGraph
+from repomin.analysis.refs import RefGraph
 from tests.unit._pass_harness import text_tree
 
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from repomin.app.selection import DEFAULT_IGNORED_NAMES, SelectionOptions, is_text, select
 from repomin.errors import SelectionError, UsageError
-from repomin.selection import DEFAULT_IGNORED_NAMES, SelectionOptions, is_text, select
 
 
 def _write(root: Path, rel: str, data: bytes | str = "x\n") -> None:

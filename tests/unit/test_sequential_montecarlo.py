@@ -14,7 +14,13 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from repomin.stats import Decision, SequentialDesign, design, spend_alpha, zero_failure_design
+from repomin.sampling.stats import (
+    Decision,
+    SequentialDesign,
+    design,
+    spend_alpha,
+    zero_failure_design,
+)
 
 PATHS = 200_000
 CODES = {Decision.CONTINUE: 0, Decision.ACCEPT: 1, Decision.REJECT: 2}

@@ -6,7 +6,7 @@ from math import comb
 
 import pytest
 
-from repomin.stats.slippage import TEST_ID, advice, compare, rate_above_baseline
+from repomin.sampling.stats.slippage import TEST_ID, advice, compare, rate_above_baseline
 
 
 def test_flaky_baseline_slipping_to_deterministic_is_higher() -> None:

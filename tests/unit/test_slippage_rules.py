@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from repomin.app import ReduceOptions, execute
+from repomin.app.reduce import ReduceOptions, execute
 from repomin.failure.contract import FailureSpec
 from repomin.report.validate import check_report
-from repomin.stats.slippage import advice
+from repomin.sampling.stats.slippage import advice
 from repomin.tree import Tree
 from tests.conftest import FakeRunner, make_repo
 

@@ -9,12 +9,12 @@ from collections.abc import Callable, Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from repomin.accounting import Ledger
-from repomin.oracle import SamplingConfig
-from repomin.passes.learning import first_batch, learn_delete
+from repomin.passes.deletion.learning import first_batch, learn_delete
 from repomin.passes.python_ast import PythonReduce
-from repomin.reducer import Reduction
 from repomin.runners.base import Outcome, RunRequest
+from repomin.sampling.accounting import Ledger
+from repomin.sampling.oracle import SamplingConfig
+from repomin.search.reducer import Reduction
 from repomin.tree import Tree
 from tests.conftest import FakeRunner, fake_oracle
 from tests.unit._pass_harness import text_tree
@@ -199,9 +199,9 @@ def test_the_ordered_pass_offers_the_next_files_deletion_then_its_first_batch() 
 
 
 def test_a_files_last_python_batch_runs_the_next_files_deletion_beside_it() -> None:
+    from repomin.analysis.trace import TraceResult
     from repomin.passes.hints import SearchHints
     from repomin.passes.ordered import TraceOrder
-    from repomin.trace import TraceResult
 
     tree = _two_files()
     runner = _Spans(_needs_both)

@@ -17,7 +17,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom, binomtest
 
-from repomin.stats import (
+from repomin.sampling.stats import (
     LOG2_SPENDING_CONSTANT,
     MAX_SUGGESTED_HOLDOUT_RUNS,
     Decision,
@@ -36,7 +36,7 @@ from repomin.stats import (
     zero_failure_design,
     zero_failure_runs,
 )
-from repomin.stats import sequential as sequential_module
+from repomin.sampling.stats import sequential as sequential_module
 
 
 def assert_printed(value: float, printed: str) -> None:
@@ -352,7 +352,7 @@ def test_design_validates_arguments() -> None:
 
 
 def test_infeasible_design_rejects_at_once(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="repomin.stats.sequential"):
+    with caplog.at_level(logging.WARNING, logger="repomin.sampling.stats.sequential"):
         d = design.__wrapped__(0.5, 0.01, 6, None, True)
     assert (d.calibrated_alpha, d.size) == (0.0, 0.0)
     assert d.decide(1, 1) is Decision.REJECT

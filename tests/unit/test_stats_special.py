@@ -1,4 +1,5 @@
-"""The verdicts compute with ``scipy.special`` (cheap to import, repomin.stats.lazy) and must give
+"""The verdicts compute with ``scipy.special`` (cheap to import, repomin.sampling.stats.lazy) and
+must give
 the very floats ``scipy.stats`` gives (``beta.ppf`` and ``binom.sf`` call the same incomplete beta
 and its inverse): compared for exact equality, not to a tolerance."""
 
@@ -11,8 +12,8 @@ import numpy as np
 import pytest
 from scipy.stats import beta, binom
 
-from repomin.stats.bounds import binom_pvalue, lower_bound, upper_bound
-from repomin.stats.sequential import _pvalue_table
+from repomin.sampling.stats.bounds import binom_pvalue, lower_bound, upper_bound
+from repomin.sampling.stats.sequential import _pvalue_table
 
 CONFIDENCES = (0.5, 0.9, 0.95, 0.99, 0.999, 0.9696)
 RATES = (0.0, 0.001, 0.05, 0.1118, 0.3, 0.5, 0.9, 0.999, 1.0)
@@ -43,11 +44,11 @@ def test_the_sequential_table_is_binom_sf_to_the_bit(theta: float) -> None:
 @pytest.mark.parametrize(
     "code",
     [
-        "from repomin.stats.bounds import lower_bound, binom_pvalue\n"
-        "from repomin.stats.sequential import _pvalue_table\n"
+        "from repomin.sampling.stats.bounds import lower_bound, binom_pvalue\n"
+        "from repomin.sampling.stats.sequential import _pvalue_table\n"
         "lower_bound(3, 5, 0.95); binom_pvalue(3, 5, 0.2); _pvalue_table(0.2, 10, 4)\n",
-        "from repomin.stats.slippage import compare\n"
-        "from repomin.stats.holdout import holdout_test, suggest_holdout_runs\n"
+        "from repomin.sampling.stats.slippage import compare\n"
+        "from repomin.sampling.stats.holdout import holdout_test, suggest_holdout_runs\n"
         "compare(3, 10, 9, 10, alpha=0.05); holdout_test(18, 20, 0.5, 0.05)\n"
         "suggest_holdout_runs(0.8, 0.3, 0.05)\n",
     ],
@@ -60,7 +61,7 @@ def test_nothing_imports_scipy_stats(code: str) -> None:
 
 
 def test_holdout_critical_passes_and_plan_are_those_of_scipy_stats() -> None:
-    from repomin.stats.holdout import _critical_passes, suggest_holdout_runs
+    from repomin.sampling.stats.holdout import _critical_passes, suggest_holdout_runs
 
     runs = np.arange(1, 2001)
     for p0 in (0.01, 0.05, 0.1118, 0.3, 0.5, 0.9, 0.99):
@@ -85,7 +86,7 @@ def test_the_fisher_tail_is_the_exact_hypergeometric_sum_and_scipys_float() -> N
 
     from scipy.stats import fisher_exact
 
-    from repomin.stats.slippage import _one_sided
+    from repomin.sampling.stats.slippage import _one_sided
 
     for n in range(1, 9):
         for m in range(1, 9):

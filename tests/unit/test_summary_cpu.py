@@ -1,6 +1,6 @@
 """``execution.sample_seconds``, its basis and ``sample_wall_seconds`` through the real pipeline.
 
-Every report here is written by :func:`repomin.app.execute` and checked by the validator; the
+Every report here is written by :func:`repomin.app.reduce.execute` and checked by the validator; the
 end line and ``REPOMIN.md`` are rendered from it.
 """
 
@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from repomin.app import ReduceOptions, execute
+from repomin.app.reduce import ReduceOptions, execute
 from repomin.failure.contract import FailureSpec
-from repomin.policy import SamplingConfig
 from repomin.report.human import cost_text, render_terminal
 from repomin.report.validate import validate_report
 from repomin.runners.base import Outcome, RunRequest
+from repomin.sampling.policy import SamplingConfig
 from repomin.tree import Tree
 from tests.stub_runner import StubRunner
 

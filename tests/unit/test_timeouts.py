@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from repomin.app import ReduceOptions, execute
+from repomin.app.reduce import ReduceOptions, execute
 from repomin.failure.contract import FailureSpec
-from repomin.policy import SamplingConfig
 from repomin.runners.base import Outcome, RunRequest
-from repomin.timeouts import AdaptiveTimeoutRunner, adaptive_limit
+from repomin.sampling.policy import SamplingConfig
+from repomin.sampling.timeouts import AdaptiveTimeoutRunner, adaptive_limit
 from repomin.tree import Tree
 from tests.stub_runner import StubRunner
 

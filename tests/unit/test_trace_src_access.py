@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from repomin.analysis.trace import first_access_under, trace_opened_files
 from repomin.runners import sandbox
 from repomin.runners.host import HostRunner
-from repomin.trace import first_access_under, trace_opened_files
 from repomin.tree import Entry, Tree
 
 LOG = [

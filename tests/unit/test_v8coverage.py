@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from repomin.analysis.trace import trace_opened_files, wrapper_script
+from repomin.analysis.v8coverage import COVERAGE_DIR, counts, never_ran, read_coverage
 from repomin.runners.host import HostRunner
-from repomin.trace import trace_opened_files, wrapper_script
-from repomin.v8coverage import COVERAGE_DIR, counts, never_ran, read_coverage
 from tests.unit._pass_harness import text_tree
 
 

@@ -2,7 +2,7 @@
 
 A real stored report (``tests/fixtures/reports/v1.json``) is pointed at a payload built in
 ``tmp_path`` by rewriting its ``output`` counts and fingerprints with what
-:func:`repomin.fingerprint.fingerprint` computes, exactly as the exporter records them.
+:func:`repomin.report.fingerprint.fingerprint` computes, exactly as the exporter records them.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from repomin.cli.main import cli
-from repomin.fingerprint import fingerprint
+from repomin.report.fingerprint import fingerprint
 from repomin.report.payload import scan_payload
 from repomin.report.validate import validate_report
 

@@ -131,7 +131,7 @@ def test_huge_holdout_is_not_recomputed() -> None:
 
 
 def test_certified_holdout_of_a_real_run_recomputes_exactly() -> None:
-    from repomin.stats import holdout_test
+    from repomin.sampling.stats import holdout_test
 
     hold = load()["holdout_certification"]
     result = holdout_test(hold["passes"], hold["planned_runs"], hold["min_rate"], hold["alpha"])
@@ -141,7 +141,7 @@ def test_certified_holdout_of_a_real_run_recomputes_exactly() -> None:
 
 
 def _holdout(outcomes: list[str], status: str) -> dict[str, Any]:
-    from repomin.stats import holdout_test
+    from repomin.sampling.stats import holdout_test
 
     samples = [
         {

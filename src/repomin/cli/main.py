@@ -52,12 +52,12 @@ def cli() -> None:
 @errors_to_exit
 def reduce_cmd(args: ReduceArgs) -> None:
     """Reduce SRC to the smallest tree in which COMMAND still fails the same way."""
-    from repomin.progress import make_progress
+    from repomin.app.progress import make_progress
 
     progress = make_progress(quiet=args.quiet, verbose=args.verbose)
     progress.start()  # the clock runs while the rest of ReproMin is imported
     try:
-        from repomin.app import execute
+        from repomin.app.reduce import execute
 
         # Everything imported so far lives until exit: out of the collector's way (its full
         # collections would walk every object of click, numpy and the pipeline again and again).
@@ -98,7 +98,7 @@ def _summary(rep: dict[str, Any], output: Path, report_path: Path, exit_code: in
 
 
 def _suggest_holdout(ex: dict[str, Any]) -> None:
-    from repomin.stats import suggest_holdout_runs
+    from repomin.sampling.stats import suggest_holdout_runs
 
     rate = ex["baseline_passes"] / ex["baseline_runs"]
     p0 = ex["min_candidate_rate"]

@@ -18,18 +18,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from repomin.app.selection import DEFAULT_IGNORED_NAMES, SelectionOptions, normalise_relative
 from repomin.cli.typed import arg, flag, opt
 from repomin.cluster.wiring import ClusterArgs
 from repomin.errors import UsageError
 from repomin.failure.contract import FailureSpec
-from repomin.selection import DEFAULT_IGNORED_NAMES, SelectionOptions, normalise_relative
 
 if TYPE_CHECKING:  # the statistics modules (scipy) load only in to_options: the live display
-    from repomin.holdout import HoldoutConfig  # starts before them (cli.main.reduce_cmd)
-    from repomin.options import ReduceOptions
-    from repomin.semantic import SemanticConfig
+    from repomin.analysis.semantic import SemanticConfig
+    from repomin.app.options import ReduceOptions
+    from repomin.sampling.holdout import HoldoutConfig  # starts before them (cli.main.reduce_cmd)
 
-#: ``repomin.policy.SAMPLING_MODES`` (equal by a test; importing policy loads scipy).
+#: ``repomin.sampling.policy.SAMPLING_MODES`` (equal by a test; importing policy loads scipy).
 SAMPLING_MODES = ("auto", "single", "fast", "strict")
 
 T = TypeVar("T")
@@ -270,10 +270,10 @@ class ReduceArgs(ClusterArgs):
 
 def to_options(a: ReduceArgs) -> ReduceOptions:
     """The library options for these flags (every cross-flag check is here)."""
-    from repomin.options import ReduceOptions, parse_env, plan_schedule
-    from repomin.oracle import Budget
+    from repomin.app.options import ReduceOptions, parse_env, plan_schedule
     from repomin.passes import DEFAULT_SCHEDULE
-    from repomin.policy import SamplingConfig
+    from repomin.sampling.oracle import Budget
+    from repomin.sampling.policy import SamplingConfig
 
     semantic = _semantic(a)
     cluster = a.cluster_config(jobs_given=a.jobs is not None)
@@ -333,7 +333,7 @@ def _selection(a: ReduceArgs) -> SelectionOptions:
 
 
 def _semantic(a: ReduceArgs) -> SemanticConfig | None:
-    from repomin.semantic import SemanticConfig
+    from repomin.analysis.semantic import SemanticConfig
 
     if a.semantic_endpoint is None and a.semantic_model is None:
         return None
@@ -343,7 +343,7 @@ def _semantic(a: ReduceArgs) -> SemanticConfig | None:
 
 
 def _holdout(a: ReduceArgs) -> HoldoutConfig | None:
-    from repomin.holdout import HoldoutConfig
+    from repomin.sampling.holdout import HoldoutConfig
 
     if a.holdout_runs is None:
         return None

@@ -24,7 +24,7 @@ from repomin.errors import ReportError, UsageError
 from repomin.report import replay as rp
 from repomin.report.summary import build_summary, render_markdown
 from repomin.report.validate import ValidationResult, validate_file
-from repomin.stats import holdout_test
+from repomin.sampling.stats import holdout_test
 
 #: Problems that only say "this payload is not the exported one"; ``--allow-modified`` waives them.
 DRIFT_RULES = frozenset({"payload.counts", "payload.fingerprint"})
@@ -206,7 +206,7 @@ def replay_cmd(
     finally:
         runner.close()
     if not obs.reproduced and obs.first_miss is not None:
-        from repomin.diagnose import describe_run
+        from repomin.app.diagnose import describe_run
 
         for line in describe_run("replay run 1", plan.contract, obs.first_miss):
             click.echo(f"repomin: {line}", err=True)

@@ -1,7 +1,8 @@
 """Reduction passes: small named objects that propose smaller trees to a :class:`Problem`.
 
 A pass never starts threads, samples or touches the disk; it proposes candidates through
-``problem.try_first`` and reads ``problem.current``. The driver (``repomin.reducer``) owns the
+``problem.try_first`` and reads ``problem.current``. The driver (``repomin.search.reducer``) owns
+the
 fixpoint and the order. Register a pass in :data:`REGISTRY` to make it schedulable.
 """
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from repomin.passes.base import Problem
+from repomin.passes.deletion.learning import learn_delete
 from repomin.passes.jslex import is_js, lex
-from repomin.passes.learning import learn_delete
 from repomin.passes.textedit import (
     Guard,
     compiles,

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from repomin.passes.base import Problem
+from repomin.passes.deletion.learning import SURVIVOR_PRIOR, BatchProblem, learn_delete
 from repomin.passes.hints import SearchHints
-from repomin.passes.learning import SURVIVOR_PRIOR, BatchProblem, learn_delete
 from repomin.tree import Tree
 
 

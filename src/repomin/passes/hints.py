@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from repomin.trace import TraceResult
+from repomin.analysis.trace import TraceResult
 from repomin.tree import Tree
 
 #: Multipliers of the base prior (1/N): untouched by the latest trace, touched by it.
@@ -30,7 +30,7 @@ class SearchHints:
     trace: TraceResult | None = None
     #: Runs the traced run on a tree (an event, never an oracle sample); None: no re-trace.
     retrace: Callable[[Tree], TraceResult] | None = None
-    #: Per-file distance from the reference-graph roots (``repomin.refs.distances``).
+    #: Per-file distance from the reference-graph roots (``repomin.analysis.refs.distances``).
     distances: Callable[[Tree], Mapping[str, float]] | None = None
     _touched: frozenset[str] | None = field(default=None, repr=False)
     _distance_cache: tuple[str, Mapping[str, float]] | None = field(default=None, repr=False)

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from repomin.options import ReduceOptions
+from repomin.analysis.refs import distances as refs_distances
+from repomin.analysis.semantic import SemanticClient, describe_spec, failure_context
+from repomin.analysis.trace import TraceResult
+from repomin.app.options import ReduceOptions
 from repomin.passes import REGISTRY, Pass
 from repomin.passes.hints import SearchHints, attach
 from repomin.passes.ordered import wrap_unsettled
@@ -18,9 +21,6 @@ from repomin.passes.refs import RefsCut
 from repomin.passes.restart import bind_restart
 from repomin.passes.semantic import SemanticReduce
 from repomin.passes.trace import TraceCut
-from repomin.refs import distances as refs_distances
-from repomin.semantic import SemanticClient, describe_spec, failure_context
-from repomin.trace import TraceResult
 from repomin.tree import Tree
 
 

@@ -1,7 +1,8 @@
 """The ``coverage`` pass: empty every JavaScript body the traced run never executed.
 
-The trace cut's analogue one level down: the traced run (``repomin.trace``) also collects
-Node's V8 coverage (``repomin.v8coverage``: function and block ranges with execution counts,
+The trace cut's analogue one level down: the traced run (``repomin.analysis.trace``) also collects
+Node's V8 coverage (``repomin.analysis.v8coverage``: function and block ranges with execution
+counts,
 precise for code that never ran). For every JavaScript file of the incumbent whose content is
 still the traced one, each maximal ``{...}`` pair inside a range that never ran -- the body of
 a function never called, a branch never taken, a ``catch`` never entered -- is a unit whose
@@ -23,13 +24,13 @@ import bisect
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from repomin.analysis.v8coverage import FileCoverage
 from repomin.passes.base import Problem
+from repomin.passes.deletion.learning import SURVIVOR_PRIOR, learn_delete
 from repomin.passes.hints import SearchHints
 from repomin.passes.jslex import is_js, lex
-from repomin.passes.learning import SURVIVOR_PRIOR, learn_delete
 from repomin.passes.textedit import describe_spans, splice
 from repomin.tree import Entry, Tree
-from repomin.v8coverage import FileCoverage
 
 #: A unit: (path, start, end) -- the inside of a ``{...}`` pair, emptied by the edit.
 Unit = tuple[str, int, int]

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from repomin.passes.base import Problem
-from repomin.passes.learning import SURVIVOR_PRIOR, BatchProblem, learn_delete
-from repomin.passes.lockstep import learn_together
+from repomin.passes.deletion.learning import SURVIVOR_PRIOR, BatchProblem, learn_delete
+from repomin.passes.deletion.lockstep import learn_together
 from repomin.passes.textedit import Guard, propose, syntax_guard, text_files
 from repomin.tree import Entry, Tree
 

@@ -112,8 +112,9 @@ class View:
 
     def _bounded(self, candidates: Iterable[tuple[Tree, str]]) -> Iterator[tuple[Tree, str]]:
         it = iter(candidates)
-        # Checked before each pull: a lazy proposer (repomin.chain) then proposes only what is
-        # handed on, and only what was handed on is tried (the search stays consistent).
+        # Checked before each pull: a lazy proposer (repomin.passes.deletion.chain) then proposes
+        # only what is handed on, and only what was handed on is tried
+        # (the search stays consistent).
         while not self._over():
             item = next(it, None)
             if item is None:

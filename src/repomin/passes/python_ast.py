@@ -4,7 +4,8 @@ Edits use exact byte spans (``ast`` offsets are UTF-8 byte offsets) and always w
 everything else in the file keeps its formatting. Per Python file, largest first:
 
 1. **Statements, hierarchically.** The module body is reduced with the learning deletion
-   search (:mod:`repomin.passes.learning`; with ``--jobs``, batches of disjoint parts), then
+   search (:mod:`repomin.passes.deletion.learning`; with ``--jobs``, batches of disjoint parts),
+   then
    the bodies of the surviving compound statements (functions, classes, ``if``/``for``/
    ``while``/``with``/``try``/``match``), breadth first. Definitions, imports and docstrings
    are statements like any other. A body emptied completely becomes ``pass``. Statements
@@ -27,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar
 
 from repomin.passes.base import Problem, Spare
-from repomin.passes.learning import first_batch, learn_delete
+from repomin.passes.deletion.learning import first_batch, learn_delete
 from repomin.passes.python_source import Loc, PySource, Unit, child_locs
 from repomin.passes.textedit import (
     Guard,

@@ -1,6 +1,6 @@
 """The ``refs`` pass: delete every file the reference graph cannot reach from the roots.
 
-It builds :class:`~repomin.refs.RefGraph` over the current tree (roots: files the command
+It builds :class:`~repomin.analysis.refs.RefGraph` over the current tree (roots: files the command
 names, entry points, ``--keep`` paths, build files) and proposes deleting all unreachable files
 of a known language as one candidate; the oracle decides, and a rejection changes nothing.
 Then the same set is bisected (halves, quarters, ... down to single files, ddmin order) so that
@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar, Protocol
 
+from repomin.analysis.refs import RefGraph
 from repomin.passes.base import Problem, ddmin_delete
-from repomin.refs import RefGraph
 from repomin.tree import Entry, Tree
 
 

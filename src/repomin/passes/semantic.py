@@ -12,9 +12,9 @@ from __future__ import annotations
 import hashlib
 from typing import ClassVar
 
+from repomin.analysis.semantic import SemanticClient
 from repomin.passes.base import Problem
 from repomin.passes.textedit import propose, syntax_guard, text_files
-from repomin.semantic import SemanticClient
 
 
 class SemanticReduce:

@@ -1,6 +1,7 @@
 """The ``trace`` pass: delete every file the traced run never touched, in one candidate.
 
-It runs first, from a :class:`~repomin.trace.TraceResult` the driver obtained right after the
+It runs first, from a :class:`~repomin.analysis.trace.TraceResult` the driver obtained right after
+the
 baseline, and again (a fresh traced run) in later rounds after content edits (see
 :class:`TraceCut`). The candidate keeps every touched path, every tree entry on
 the way to one (a symlinked directory in ``link/file``), the targets of kept symlinks, and kept
@@ -17,10 +18,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import ClassVar
 
-from repomin.parallel import in_background
+from repomin.analysis.trace import TraceResult
 from repomin.passes.base import Problem
 from repomin.passes.hints import SearchHints
-from repomin.trace import TraceResult
+from repomin.sampling.parallel import in_background
 from repomin.tree import Tree
 
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from repomin import __version__
-from repomin.accounting import Ledger
 from repomin.errors import ReportError
 from repomin.failure.contract import FailureContract
-from repomin.fingerprint import COMPLETE_POLICY, CONTENT_POLICY, Fingerprint
+from repomin.report.fingerprint import COMPLETE_POLICY, CONTENT_POLICY, Fingerprint
 from repomin.report.io import SCHEMA_VERSION, structural_errors
+from repomin.sampling.accounting import Ledger
 
 
 def environment_digest(env: Mapping[str, str]) -> str:

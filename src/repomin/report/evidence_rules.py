@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from repomin import stats
 from repomin.report.rules import ABS_TOL, Problem, close, first_break
+from repomin.sampling import stats
 
 _EVENT_FAMILY = ("candidate_family_index", "candidate_family_confidence", "candidate_family_alpha")
 

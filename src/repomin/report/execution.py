@@ -12,19 +12,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from repomin.accounting import Ledger
-from repomin.policy import SamplingPolicy
+from repomin.app.selection import Selection
 from repomin.report.build import environment_digest
 from repomin.report.cost import sample_basis
 from repomin.runners.host import IMPLICIT_ENVIRONMENT
-from repomin.selection import Selection
-from repomin.timeouts import FIXED, RULE, AdaptiveTimeoutRunner
+from repomin.sampling.accounting import Ledger
+from repomin.sampling.policy import SamplingPolicy
+from repomin.sampling.timeouts import FIXED, RULE, AdaptiveTimeoutRunner
+from repomin.sampling.verdict import Baseline
 from repomin.tree import Tree
-from repomin.verdict import Baseline
 
 if TYPE_CHECKING:
-    from repomin.options import ReduceOptions
-    from repomin.trace import TraceResult
+    from repomin.analysis.trace import TraceResult
+    from repomin.app.options import ReduceOptions
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 Owns :func:`check_holdout`. Every statistic is recomputed from the recorded counts ("derived,
 never assigned"): the p-value, bounds, ``k_crit`` and exact gate with
-:func:`repomin.stats.holdout_test`. Pure functions over a report that already matches the
+:func:`repomin.sampling.stats.holdout_test`. Pure functions over a report that already matches the
 shipped JSON Schema.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from repomin import stats
 from repomin.report.rules import Problem, close, first_break, js
+from repomin.sampling import stats
 
 SUPPORTED_HOLDOUT_SCHEMA_VERSIONS = frozenset({1})
 #: Holdouts larger than this are not recomputed (the exact test would take too long).

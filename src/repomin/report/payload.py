@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from repomin.fingerprint import fingerprint
+from repomin.report.fingerprint import fingerprint
 from repomin.report.rules import Problem
 
 FingerprintMode = Literal["exact", "content", "unavailable"]

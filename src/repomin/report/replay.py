@@ -23,15 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from repomin import stats
+from repomin.app.selection import SelectionOptions, select
 from repomin.errors import InfrastructureError, ReportError, UsageError
 from repomin.failure.contract import SIGNATURE_FLAGS, FailureContract, FailureSpec
-from repomin.fingerprint import CONTENT_POLICY
-from repomin.parallel import map_samples
 from repomin.report.build import environment_digest
+from repomin.report.fingerprint import CONTENT_POLICY
 from repomin.runners.base import Outcome, Runner, RunRequest
 from repomin.runners.docker_limits import RECORDED_SETTINGS, replay_settings
-from repomin.selection import SelectionOptions, select
+from repomin.sampling import stats
+from repomin.sampling.parallel import map_samples
 from repomin.tree import Tree
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ class ReplayObservation:
     timeouts: int
     resource_exhausted: int
     confidence: float
-    #: The first run that did not reproduce, explained when none did (``repomin.diagnose``).
+    #: The first run that did not reproduce, explained when none did (``repomin.app.diagnose``).
     first_miss: Outcome | None = None
 
     @property

@@ -16,10 +16,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from repomin import stats
 from repomin.cluster.fields import cluster_problems
 from repomin.failure.contract import SIGNATURE_FLAGS
 from repomin.report.cost import cost_problems
+from repomin.sampling import stats
 
 #: Problem lines are cut to this many characters (values from the report are echoed in them).
 MAX_LINE = 300

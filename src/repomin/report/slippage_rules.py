@@ -3,7 +3,8 @@
 Owns :func:`check_slippage`. Each comparison (``final``, ``holdout``) must rest on the counts the
 report records elsewhere (the baseline's and the final runs' in ``execution``, the holdout's in
 ``holdout_certification``), and its p-value and direction are recomputed with the same exact
-Fisher test the writer used (:func:`repomin.stats.slippage.compare`); the overall direction is
+Fisher test the writer used (:func:`repomin.sampling.stats.slippage.compare`); the overall
+direction is
 the first comparison that moved, and the advice is the sentence for that direction. Pure
 functions over a report that already matches the shipped JSON Schema.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from repomin.report.rules import Problem, close, js
-from repomin.stats.slippage import advice, compare
+from repomin.sampling.stats.slippage import advice, compare
 
 
 def _recorded(report: dict[str, Any], which: str) -> tuple[int, int] | None:

@@ -16,7 +16,7 @@ called ``setsid``. ``--die-with-parent`` ties init to bwrap and bwrap to ReproMi
 **Supervisor** (fallback, no namespace): the sample's group leader is a small Python supervisor
 that sets ``PR_SET_PDEATHSIG`` on itself and, when ReproMin dies, kills its own process group
 (the command and every descendant that did not leave the group). SRC stays visible; the caller
-checks the traced run's log for accesses under SRC instead (see :mod:`repomin.trace`).
+checks the traced run's log for accesses under SRC instead (see :mod:`repomin.analysis.trace`).
 
 In both modes the supervisor reports the command's raw wait status through a pipe, so a signal
 death (``-11``) stays distinguishable from ``exit 139`` although bwrap itself reports ``128+N``.

@@ -1,0 +1,381 @@
+"""The stages of one reduction, each a function of small frozen records.
+
+Owns the order and the hand-offs of a reduction::
+
+    select ─▶ Selected ─▶ baseline ─▶ Baselined ─▶ trace ─▶ TraceResult ─▶ search ─▶
+    ReductionResult ─▶ validate ─▶ FinalRuns ─▶ export ─▶ Fingerprint ─▶ certify ─▶ holdout
+    record ─▶ report ─▶ report dict
+
+Every stage takes the :class:`Context` (the collaborators) and the records of earlier stages
+and returns its own record (events, ``execution``: :mod:`repomin.report.execution`);
+``app.execute`` strings the stages together; tests may call them one by one."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from repomin.analysis.semantic import no_provenance
+from repomin.analysis.source_access import SourceAccess, forbidden_roots, source_visible
+from repomin.analysis.trace import TraceResult, disabled, trace_opened_files
+from repomin.app.diagnose import watched_baseline
+from repomin.app.export import check_output_location, export_payload
+from repomin.app.options import ReduceOptions
+from repomin.app.progress import Progress
+from repomin.app.selection import Selection, SelectionOptions, select
+from repomin.app.session import Session, StoredBaseline
+from repomin.errors import BaselineError, Interrupted, ReproMinError
+from repomin.passes.instances import pass_instances
+from repomin.report import execution as rx
+from repomin.report.build import ReportInputs, build_report
+from repomin.report.fingerprint import Fingerprint
+from repomin.runners.base import Outcome, Runner
+from repomin.sampling.accounting import Ledger
+from repomin.sampling.holdout import not_requested, run_holdout
+from repomin.sampling.oracle import Oracle, StopSearch
+from repomin.sampling.rate_guard import CurrentPass, KeepRate, slippage_record
+from repomin.sampling.timeouts import AdaptiveTimeoutRunner
+from repomin.sampling.verdict import Baseline
+from repomin.search.prefetch import FinalPrefetch
+from repomin.search.reducer import Mutation, Reduction, ReductionResult, run_passes
+from repomin.tree import Tree
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """The collaborators of one reduction (built once by ``app.execute``)."""
+
+    options: ReduceOptions
+    runner: Runner
+    oracle: Oracle
+    ledger: Ledger
+    progress: Progress
+    stop: threading.Event
+    session_root: Path
+    started: float
+    #: The pass running now (samples drawn by hooks are counted in it).
+    current_pass: CurrentPass = field(default_factory=lambda: CurrentPass())
+    #: The adaptive candidate timeout (armed for the search, disarmed for final runs).
+    timeouts: AdaptiveTimeoutRunner | None = None
+    prefetch: FinalPrefetch | None = None  # final runs in idle slots (prefetch.py)
+
+
+@dataclass(frozen=True, slots=True)
+class Selected:
+    selection: Selection
+    source: Tree
+    session_config: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Baselined:
+    baseline: Baseline
+    session: Session | None
+    initial: Tree  # where the search starts (the journal's latest tree on resume)
+    history: tuple[Tree, ...] = ()  # accepted trees, source first (the journal's on resume)
+    backtrack: bool = False  # a payload gate failed: backtrack before searching (gate.py)
+
+
+# -- select -----------------------------------------------------------------------------------
+
+
+def select_stage(options: ReduceOptions) -> Selected:
+    check_output_location(options.src, options.output, force=options.force)
+    selection = select(options.src, options.selection)
+    return Selected(selection, selection.tree, options.session_config(selection.tree.digest))
+
+
+def open_session(options: ReduceOptions, selected: Selected, root: Path) -> Session | None:
+    """The session of this reduction; created before the baseline so that an interrupted
+    baseline can be resumed (``app.execute`` removes a new session that never got a baseline
+    when the reduction fails for any other reason)."""
+    if not options.use_session:
+        if options.resume:
+            from repomin.errors import UsageError
+
+            raise UsageError("--resume needs a session; drop --no-session")
+        return None
+    if options.resume:
+        return Session.open(root, selected.session_config)
+    return Session.create(root, selected.session_config)  # raises with the fix if one exists
+
+
+# -- baseline ---------------------------------------------------------------------------------
+
+
+def baseline_stage(ctx: Context, selected: Selected, session: Session | None) -> Baselined:
+    """Run (or restore) the baseline, learn the policy, restore a resumed session's state."""
+    oracle, source = ctx.oracle, selected.source
+    stored = session.load_baseline() if session is not None else None
+    ctx.progress.stage("baseline", None if stored is not None else oracle.config.baseline_runs)
+    ctx.progress.update(files=source.file_count, bytes=source.byte_count, jobs=ctx.options.jobs)
+    t0 = time.monotonic()
+    if stored is not None:
+        policy = session.current_policy(stored.policy) if session else stored.policy
+        oracle.restore(policy, stored.signature)
+        baseline = stored.baseline
+    else:
+        baseline = _run_baseline(ctx, selected, session)
+    ctx.progress.update(theta=oracle.policy.theta)
+    rx.baseline_event(
+        ctx.ledger, baseline, oracle.policy, source, time.monotonic() - t0, stored is not None
+    )
+    history: tuple[Tree, ...] = (source,)
+    if session is not None and ctx.options.resume:
+        oracle.cache.update(session.verdicts(oracle.policy.mode))
+        history = tuple(session.history(source))
+        ctx.ledger.mark_partial()
+        rx.session_event(ctx.ledger, len(session.journal()), len(oracle.cache), history[-1])
+    if session is not None:
+        hooks = replace(oracle.hooks, on_verdict=session.record_verdict)
+        oracle.attach(replace(hooks, on_policy=session.save_policy))
+    ctx.progress.message(
+        f"baseline {baseline.passes}/{baseline.runs}, lower bound {baseline.lower:.3f}; "
+        f"sampling policy {oracle.policy.mode.value}"
+    )
+    return Baselined(baseline, session, history[-1], history)
+
+
+def _run_baseline(ctx: Context, selected: Selected, session: Session | None) -> Baseline:
+    interrupted = "interrupted during the baseline; nothing was written" + (
+        " (the session is kept: rerun with --resume)" if session is not None else ""
+    )
+    try:
+        baseline = watched_baseline(
+            ctx.oracle, selected.source, selected.selection, ctx.options.src, ctx.progress
+        )
+    except StopSearch:
+        raise Interrupted(interrupted) from None
+    except BaselineError:
+        if ctx.stop.is_set():
+            raise Interrupted(interrupted) from None
+        raise
+    if ctx.stop.is_set():
+        raise Interrupted(interrupted)
+    if session is not None:
+        policy, signature = ctx.oracle.policy, ctx.oracle.contract.signature
+        session.save_baseline(StoredBaseline(baseline, policy, signature))
+    return baseline
+
+
+# -- trace ------------------------------------------------------------------------------------
+
+
+def trace_stage(
+    ctx: Context,
+    tree: Tree,
+    methods: tuple[str, ...] = ("strace", "atime"),
+    running: Future[TraceResult] | None = None,
+) -> TraceResult:
+    """One traced run of the command for the trace-guided cut (see ``repomin.analysis.trace``); also
+    the re-traced cut's callback (with the first run's method). An event, not a sample.
+    ``running``: the run already started (:func:`traced_run` beside the baseline)."""
+    if "trace" not in ctx.options.schedule:
+        return disabled()
+    if running is None:
+        ctx.progress.stage("traced run", 1)
+    result = running.result() if running is not None else traced_run(ctx, tree, methods)
+    rx.trace_event(ctx.ledger, result, tree)
+    if ctx.current_pass.name is not None:  # a re-trace inside a pass: show the pass again
+        ctx.progress.stage(ctx.current_pass.name)
+    return result
+
+
+def traced_run(
+    ctx: Context,
+    tree: Tree,
+    methods: tuple[str, ...] = ("strace", "atime"),
+    reproduces: Callable[[Outcome], bool] | None = None,
+) -> TraceResult:
+    """The traced run itself, no event (``reproduces``: the failure contract by default)."""
+    request = ctx.oracle.request
+    return trace_opened_files(
+        ctx.runner,
+        tree,
+        request.command,
+        request.env,
+        request.timeout,
+        methods=methods,
+        reproduces=reproduces or ctx.oracle.contract.reproduces,
+        forbidden=forbidden_roots(ctx.options.src) if source_visible(ctx.runner) else (),
+    )
+
+
+# -- search -----------------------------------------------------------------------------------
+
+
+def search_stage(
+    ctx: Context, baselined: Baselined, trace: TraceResult, protected: Callable[[str], bool]
+) -> ReductionResult:
+    """Run the pass schedule to a fixpoint (or until the budget or an interrupt stops it)."""
+    options, session = ctx.options, baselined.session
+    reduction = Reduction(
+        initial=baselined.initial,
+        oracle=ctx.oracle,
+        ledger=ctx.ledger,
+        jobs=options.jobs,
+        protected=protected,
+        on_accept=lambda m: _on_accept(ctx, session, m),
+        history=baselined.history,
+        on_revert=session.record_revert if session is not None else None,
+    )
+    reduction.ahead = ctx.prefetch
+    for name in options.schedule:
+        ctx.ledger.phase(name)
+    durations = [o.duration for o in baselined.baseline.outcomes]
+    if ctx.timeouts is not None and not options.fixed_timeout and durations:
+        ctx.timeouts.arm(durations)
+    result = run_passes(
+        reduction,
+        options.schedule,
+        passes=pass_instances(options, trace, lambda tree: trace_stage(ctx, tree, (trace.method,))),
+        on_pass=lambda name: _on_pass(ctx, name),
+        backtrack_first=baselined.backtrack,
+    )
+    ctx.current_pass.set(None)
+    if result.stop_reason == "interrupted" and not options.export_on_interrupt:
+        hint = f" --resume --session {ctx.session_root}" if session is not None else ""
+        raise Interrupted(
+            "interrupted; nothing was exported (the source tree is untouched); rerun "
+            f"the same command with{hint or ' --export-on-interrupt next time'} to continue"
+        )
+    return result
+
+
+def _on_pass(ctx: Context, name: str) -> None:
+    ctx.current_pass.set(name)
+    ctx.progress.stage(name)
+
+
+def _on_accept(ctx: Context, session: Session | None, m: Mutation) -> None:
+    if session is not None:
+        session.record_mutation(m.phase, m.description, m.tree)
+    ctx.progress.update(
+        files=m.tree.file_count,
+        bytes=m.tree.byte_count,
+        accepted=ctx.ledger.accepted,
+        rate=m.verdict.passes / m.verdict.runs,
+        bound=m.verdict.evidence().get("lower_bound"),
+    )
+    ctx.progress.message(
+        f"{m.phase}: {m.description} -> {m.tree.file_count} files, {m.tree.byte_count} B"
+    )
+
+
+# -- validate, export, certify ----------------------------------------------------------------
+
+
+def validate_stage(ctx: Context, searched: ReductionResult) -> rx.FinalRuns:
+    """Fixed-size final runs of the accepted tree (none after an interrupt)."""
+    best = searched.tree
+    if ctx.timeouts is not None:
+        ctx.timeouts.disarm()
+    t0 = time.monotonic()
+    interrupted = searched.stop_reason == "interrupted"
+    planned = 0 if interrupted else ctx.oracle.planned_final_runs()
+    ctx.progress.stage("final", planned)
+    ctx.progress.update(files=best.file_count, bytes=best.byte_count)
+    gate, alpha = ctx.oracle.take_gate() if planned else (None, ctx.oracle.policy.alpha)
+    ahead = ctx.prefetch.take(best, planned) if ctx.prefetch else None  # after the gate
+    passes, runs, exit_code = ctx.oracle.final_validation(best, planned, outcomes=ahead)
+    final = rx.FinalRuns(
+        passes,
+        runs,
+        exit_code,
+        ctx.oracle.policy.final_passed(passes, runs, alpha),
+        time.monotonic() - t0,
+        alpha,
+        gate,
+    )
+    rx.final_event(ctx.ledger, final, best)
+    return final
+
+
+def export_stage(ctx: Context, tree: Tree) -> Fingerprint:
+    fp = export_payload(tree, ctx.options.output)
+    rx.export_event(ctx.ledger, fp.files, fp.bytes)
+    return fp
+
+
+def certify_stage(ctx: Context, searched: ReductionResult, fp: Fingerprint) -> dict[str, Any]:
+    """Holdout on the payload as read back from disk (byte-identical to the accepted tree)."""
+    options = ctx.options
+    if options.holdout is None or searched.stop_reason == "interrupted":
+        return not_requested()
+    ctx.progress.stage("holdout", options.holdout.runs)
+    exported = select(options.output, SelectionOptions(ignored_names=(), use_gitignore=False)).tree
+    if exported.digest != searched.tree.digest:
+        raise ReproMinError("internal error: the exported payload differs from the accepted tree")
+    t0 = time.monotonic()
+    oracle = ctx.oracle
+    record = run_holdout(
+        tree=exported,
+        config=options.holdout.resolved(oracle.policy.theta),
+        sample=lambda tree, label: oracle.sample(tree, label, phase=None, budgeted=False),
+        contract=oracle.contract,
+        artifact=fp,
+        jobs=options.jobs,
+        stop=ctx.stop,
+    )
+    rx.holdout_event(ctx.ledger, record, time.monotonic() - t0)
+    return record
+
+
+# -- report -----------------------------------------------------------------------------------
+
+
+def report_stage(
+    ctx: Context,
+    selected: Selected,
+    baselined: Baselined,
+    trace: TraceResult,
+    searched: ReductionResult,
+    final: rx.FinalRuns,
+    fp: Fingerprint,
+    holdout: dict[str, Any],
+    *,
+    access: SourceAccess | None = None,
+    keep: KeepRate | None = None,
+) -> dict[str, Any]:
+    options = ctx.options
+    alpha = round(1 - options.sampling.confidence, 12)
+    slippage = slippage_record(baselined.baseline, (final.passes, final.runs), holdout, alpha, keep)
+    extra = {**(access or SourceAccess("unchecked")).to_json(), "keep_rate": options.keep_rate}
+    execution = rx.execution_block(
+        rx.ExecutionInputs(
+            options=options,
+            backend=ctx.runner.describe(),
+            selection=selected.selection,
+            baseline=baselined.baseline,
+            policy=ctx.oracle.policy,
+            ledger=ctx.ledger,
+            stop_reason=searched.stop_reason,
+            trace_method=trace.method,
+            final=final,
+            semantic=options.semantic.provenance() if options.semantic else no_provenance(),
+            timeouts=ctx.timeouts,
+            wall_time=time.monotonic() - ctx.started,
+            search_samples=ctx.oracle.search_samples,
+        )
+    )
+    execution.update(extra)
+    return build_report(
+        ReportInputs(
+            command=options.command,
+            contract=ctx.oracle.contract,
+            baseline_exit_code=baselined.baseline.exit_code,
+            final_exit_code=final.exit_code,
+            source_files=selected.source.file_count,
+            source_bytes=selected.source.byte_count,
+            output=fp,
+            ledger=ctx.ledger,
+            execution=execution,
+            holdout=holdout,
+            slippage=slippage,
+        )
+    )

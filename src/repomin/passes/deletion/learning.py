@@ -1,0 +1,378 @@
+"""A deletion search that learns: adaptive group testing over a candidate set, in batches.
+
+Every unit carries the caller's prior ``p`` of being needed (trace, sizes, reference distance);
+a posterior over *how many* units are needed (``passes.belief``) is updated by every test.
+The search keeps three kinds of units: *undecided* ones, *pending groups* (a rejected deletion
+of several units: some unit of it is needed) and *known-needed* ones (a rejected deletion of
+the unit alone, with the digest of the tree it was tested against). Each round proposes a
+*batch* of disjoint parts, all deleted from the same incumbent:
+
+* every pending group is split (binary search; with spare slots an (m+1)-way split of which m
+  parts are tested; with as many spare slots as units, every unit alone and no rest); when
+  every tested part is accepted, the untested rest is inferred to
+  hold the needed unit -- *exactly*, without assuming monotonicity, when the tree of deleting
+  it from the new incumbent is the very tree whose rejection created the group (the digests
+  are compared), otherwise as a hint that the final check confirms;
+* the remaining slots take fresh groups from the undecided units, lowest ``p`` first, each the
+  largest prefix whose deletion succeeds with posterior probability >= 1/2;
+* every survivor whose singleton rejection was recorded against an older tree is proposed
+  alone once more against the current one: when nothing is undecided or pending, or in the
+  slots left idle by a batch of single units only (which can be the last).
+
+The search ends when every survivor's deletion alone was rejected against the final tree, so
+the result is **1-minimal over the units** for any predicate.
+
+**Batches.** A problem that offers ``try_batch`` with ``batch_width`` W > 1 (the reducer, for a
+deterministic command and ``--jobs W``) evaluates the W parts at once and folds every accepted
+one into one new incumbent (``fold.fold_batch``: verified by one more run when it merged
+several; if that run rejects, only the first accepted part is adopted and the others return to
+the undecided units). Every rejected part is evidence about its own units. Otherwise the batch
+has one part and goes through ``try_first``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar, runtime_checkable
+
+from repomin.passes.base import Combine, Problem, Spare, Speculate
+from repomin.passes.deletion.belief import PRIOR_MAX, TieredBelief
+from repomin.passes.deletion.chain import chain_first, chained
+from repomin.passes.deletion.split import Part, Pending, split
+from repomin.tree import Tree
+
+U = TypeVar("U")
+
+#: Priors are kept inside (PRIOR_MIN, PRIOR_MAX): 0 would never be tested, 1 never deleted
+#: (their scale is learnt, so only their ratios matter; a floor would flatten them).
+PRIOR_MIN = 1e-12
+
+#: Prior of a unit that survived an earlier search of the same pass: tested alone early.
+SURVIVOR_PRIOR = 0.5
+
+
+@runtime_checkable
+class BatchProblem(Protocol):
+    """A problem that can decide several disjoint candidates at once (see the docstring)."""
+
+    @property
+    def batch_width(self) -> int: ...
+
+    def try_batch(
+        self,
+        phase: str,
+        candidates: Sequence[tuple[Tree, str]],
+        ahead: Speculate | None = None,
+        combine: Combine | None = None,
+        spare: Spare | None = None,
+    ) -> list[bool | None]: ...
+
+
+@dataclass
+class SearchStats(Generic[U]):
+    """What one search did (for tests and the benchmark): proposals, acceptances, batches."""
+
+    proposals: int = 0
+    accepted: int = 0
+    batches: int = 0
+    survivors: list[U] = field(default_factory=list)
+
+
+def clamp(p: float) -> float:
+    return min(PRIOR_MAX, max(PRIOR_MIN, p))
+
+
+class Search(Generic[U]):
+    """The state of one search over ``units`` (indexes ``0..n-1``)."""
+
+    def __init__(self, units: Sequence[U], priors: Sequence[float]) -> None:
+        self.units = units
+        self.p = [clamp(x) for x in priors]
+        self.belief = TieredBelief(self.p)
+        self.order = list(range(len(units)))  # every unit still present
+        self.needed: dict[int, str] = {}  # index -> digest it was known needed against
+        self.pending: list[Pending] = []
+
+    def copy(self) -> Search[U]:
+        """An independent copy of the state (units and priors shared)."""
+        other = copy.copy(self)
+        other.belief = self.belief.copy()
+        other.order = list(self.order)
+        other.needed = dict(self.needed)
+        other.pending = [Pending(list(g.units), g.rejected, g.key) for g in self.pending]
+        return other
+
+    def step(
+        self,
+        parts: Sequence[Part],
+        outcomes: Sequence[bool | None],
+        digest: str,
+        trees: Sequence[Tree],
+        after: str,
+        rest_digest: Callable[[list[int]], str],
+    ) -> None:
+        """Learn a batch's outcomes (tested against ``digest``; ``after``: the new incumbent)."""
+        self.learn(parts, outcomes, digest, trees)
+        if any(outcomes):
+            self.infer(parts, outcomes, rest_digest, after)
+
+    def undecided(self) -> list[int]:
+        """Present units neither known needed nor in a pending group, lowest prior first."""
+        grouped = {i for g in self.pending for i in g.units}
+        free = [i for i in self.order if i not in self.needed and i not in grouped]
+        return sorted(free, key=lambda i: self.p[i])  # stable: ties keep the given order
+
+    def plan(self, width: int, digest: str) -> list[Part]:
+        """The next batch: splits of pending groups, fresh groups, or stale re-checks.
+
+        Every pending group (up to ``width``) gets one tested part; fresh groups take up to
+        half of the other slots, each sized as if the ones before it in the batch succeed
+        (so one batch ramps from one unit up to large groups); the rest split pending groups
+        finer, and whatever is still free goes to more fresh groups."""
+        groups = self.pending[:width]
+        splits = {id(g): 1 for g in groups}
+        free = self.undecided()
+        slots = width - len(groups)
+        hypo = self.belief.copy()
+        pending = [g.units for g in self.pending]
+        fresh: list[Part] = []
+
+        def add_fresh(count: int) -> None:
+            nonlocal free
+            for _ in range(count):
+                if not free:
+                    return
+                size = hypo.group_size(free, pending)  # inside the tier of free[0]
+                fresh.append(Part(free[:size]))
+                hypo.unneeded(free[:size])
+                free = free[size:]
+
+        take = (slots + 1) // 2 if groups else slots
+        add_fresh(take)
+        slots -= len(fresh)
+        grown = True
+        while slots > 0 and grown:  # finer splits (up to every unit alone) of pending groups
+            grown = False
+            for g in groups:
+                if slots and splits[id(g)] < len(g.units):
+                    splits[id(g)] += 1
+                    slots -= 1
+                    grown = True
+        add_fresh(slots)
+        parts = [
+            part
+            for g in groups
+            for part in split(
+                g,
+                splits[id(g)],
+                self.p,
+                self.belief.group_size(
+                    sorted(g.units, key=lambda i: self.p[i]),
+                    [o.units for o in self.pending if o is not g],
+                ),
+            )
+        ] + fresh
+        if any(len(part.units) > 1 for part in parts):
+            return parts
+        # The last round if no part is accepted: slots left idle re-check survivors known
+        # needed against an older tree (disjoint from every part; with one slot, only when
+        # nothing else is left).
+        stale = [i for i in self.order if self.needed.get(i, digest) != digest]
+        return parts + [Part([i]) for i in stale[: width - len(parts)]]
+
+    def learn(
+        self,
+        parts: Sequence[Part],
+        outcomes: Sequence[bool | None],
+        digest: str,
+        trees: Sequence[Tree],
+    ) -> None:
+        """Record a batch's outcomes (``digest``: the incumbent it was tested against)."""
+        adopted = [i for part, ok in zip(parts, outcomes, strict=True) if ok for i in part.units]
+        sources = {p.source.key for p in parts if p.source is not None}
+        self.pending = [g for g in self.pending if g.key not in sources]
+        for part, ok, tree in zip(parts, outcomes, trees, strict=True):
+            if ok is False and len(part.units) == 1:
+                self.needed[part.units[0]] = digest
+                self.belief.needed(part.units[0])
+            elif ok is False:
+                self.pending.append(Pending(list(part.units), tree.digest))
+        self.belief.unneeded(adopted)
+        self.remove(adopted)
+
+    def infer(
+        self,
+        parts: Sequence[Part],
+        outcomes: Sequence[bool | None],
+        rest_digest: Callable[[list[int]], str],
+        digest: str,
+    ) -> None:
+        """A split whose tested parts were all adopted: its rest holds the needed unit."""
+        by_source: dict[int, list[bool | None]] = {}
+        for part, ok in zip(parts, outcomes, strict=True):
+            if part.source is not None:
+                by_source.setdefault(part.source.key, []).append(ok)
+        for part in parts:
+            source = part.source
+            if source is None or not part.rest or not all(by_source.pop(source.key, [None])):
+                continue
+            exact = rest_digest(part.rest) == source.rejected
+            if len(part.rest) == 1:
+                self.needed[part.rest[0]] = digest if exact else ""
+                self.belief.needed(part.rest[0])
+            else:
+                self.pending.append(Pending(list(part.rest), source.rejected if exact else ""))
+
+    def remove(self, gone: Sequence[int]) -> None:
+        drop = set(gone)
+        if not drop:
+            return
+        self.order = [i for i in self.order if i not in drop]
+        for i in drop:
+            self.needed.pop(i, None)
+        for g in self.pending:
+            g.units = [i for i in g.units if i not in drop]
+        self.pending = [g for g in self.pending if g.units]
+
+
+def learn_delete(
+    problem: Problem,
+    phase: str,
+    units: Sequence[U],
+    build: Callable[[Sequence[U]], Tree],
+    describe: Callable[[Sequence[U]], str],
+    priors: Sequence[float] | None = None,
+    stats: SearchStats[U] | None = None,
+    sync: Callable[[Sequence[U]], Sequence[bool] | None] | None = None,
+    then: Spare | None = None,
+) -> list[U]:
+    """Delete as many ``units`` as possible; returns the survivors (1-minimal over units).
+
+    ``build(remaining)`` makes the candidate tree that keeps exactly ``remaining`` (in the
+    given order); ``priors[i]`` is the caller's estimate that ``units[i]`` is needed.
+    ``sync(survivors)``, called after every acceptance, says which survivors are still in the
+    new incumbent, or returns None when the incumbent no longer matches the units (the search
+    then stops early, and the caller's next round starts from the new content). ``then(k)``:
+    up to ``k`` trees the caller proposes next if the search ends with the incumbent as it
+    is; with batch slots, a batch of single units (each more likely needed than not) that
+    leaves slots idle runs in them what follows if it is rejected -- the next batch of this
+    search, or at its end ``then``'s trees.
+    """
+    n = len(units)
+    if priors is not None and len(priors) != n:
+        raise ValueError("one prior per unit")
+    search: Search[U] = Search(units, priors if priors is not None else [1.0 / max(1, n)] * n)
+    width = max(1, problem.batch_width) if isinstance(problem, BatchProblem) else 1
+    narrow = False  # the last batch's merge check ran the next batch (one slot narrower)
+
+    def without(state: Search[U], gone: Sequence[int]) -> Tree:
+        drop = set(gone)
+        return build([units[i] for i in state.order if i not in drop])
+
+    def speculate(parts: Sequence[Part], trees: Sequence[Tree], digest: str) -> Speculate:
+        def ahead(merged: Tree, outcomes: Sequence[bool | None]) -> list[Tree]:
+            # The batch after this one if the merge check accepts: the same plan the search
+            # will make then (``build`` keeps exactly the given units, so building from the
+            # old incumbent with the new state's units is building from ``merged``).
+            nonlocal narrow
+            hypo = search.copy()
+            hypo.step(
+                parts,
+                outcomes,
+                digest,
+                trees,
+                merged.digest,
+                lambda rest: without(hypo, rest).digest,
+            )
+            narrow = True
+            return [without(hypo, part.units) for part in hypo.plan(width - 1, merged.digest)]
+
+        return ahead
+
+    def spare_of(parts: Sequence[Part], trees: Sequence[Tree], digest: str) -> Spare:
+        def spare(k: int) -> list[Tree]:
+            if any(len(part.units) > 1 for part in parts):
+                return []  # a group is sized to succeed as often as not: no safe guess
+            hypo = search.copy()
+            hypo.learn(parts, [False] * len(parts), digest, trees)
+            following = hypo.plan(k, digest)
+            if following:
+                return [without(hypo, part.units) for part in following]
+            return then(k) if then is not None else []
+
+        return spare
+
+    def combined(parts: Sequence[Part]) -> Combine:
+        def tree(won: Sequence[int]) -> Tree:  # several accepted parts deleted together
+            return without(search, [u for j in won for u in parts[j].units])
+
+        return tree
+
+    while True:
+        digest = problem.current.digest
+        parts = search.plan(width - 1 if narrow and width > 1 else width, digest)
+        narrow = False
+        if not parts:
+            break
+        trees = [without(search, part.units) for part in parts]
+        candidates = [
+            (t, describe([units[i] for i in part.units]))
+            for t, part in zip(trees, parts, strict=True)
+        ]
+        if width > 1 and isinstance(problem, BatchProblem):
+            outcomes = problem.try_batch(
+                phase,
+                candidates,
+                speculate(parts, trees, digest),
+                combined(parts),
+                spare_of(parts, trees, digest),
+            )
+        elif chained(problem):  # flaky, several slots: the chain behind it (deletion.chain)
+            search, parts, trees, outcomes = chain_first(
+                problem,
+                phase,
+                search,
+                parts[0],
+                digest,
+                without,
+                lambda part: describe([units[i] for i in part.units]),
+            )
+        else:
+            outcomes = [problem.try_first(phase, candidates) == 0]
+        if stats is not None:
+            stats.proposals += len(parts)
+            stats.batches += 1
+            stats.accepted += sum(1 for ok in outcomes if ok)
+        narrow = narrow and sum(1 for ok in outcomes if ok) > 1  # the check accepted
+        search.step(
+            parts,
+            outcomes,
+            digest,
+            trees,
+            problem.current.digest,
+            lambda rest: without(search, rest).digest,  # noqa: B023 (called inside step)
+        )
+        if any(outcomes) and sync is not None:
+            still = sync([units[i] for i in search.order])
+            if still is None:
+                break
+            search.remove([i for i, ok in zip(search.order, still, strict=True) if not ok])
+    survivors = [units[i] for i in search.order]
+    if stats is not None:
+        stats.survivors = survivors
+    return survivors
+
+
+def first_batch(
+    units: Sequence[U], build: Callable[[Sequence[U]], Tree], width: int, digest: str
+) -> list[Tree]:
+    """The trees of the first batch :func:`learn_delete` (default priors) would propose over
+    ``units`` with ``width`` slots against the incumbent ``digest`` (a caller's ``then``)."""
+    search: Search[U] = Search(units, [1.0 / max(1, len(units))] * len(units))
+    trees = []
+    for part in search.plan(width, digest):
+        gone = set(part.units)
+        trees.append(build([units[i] for i in search.order if i not in gone]))
+    return trees

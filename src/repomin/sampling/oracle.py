@@ -1,0 +1,402 @@
+"""The oracle: the one door between proposed trees and the runner.
+
+Owns the path of every sample: cache → policy → runner → verdict. :meth:`Oracle.evaluate`
+looks the tree up in the :class:`~repomin.sampling.verdict.VerdictCache`, then decides it under the
+current :class:`~repomin.sampling.policy.SamplingPolicy`:
+
+* ``strict``  -- screen-then-spend: a screening super-run; a failed screen rejects and spends
+  nothing; a passing candidate takes the next family index ``j`` and continues with an exact
+  sequential test whose size given the screen is at most ``alpha_j = spend(alpha, j)``.
+* ``fast``    -- one unscreened exact design at a constant level with the screen inside it;
+  screen and failure budget sized from the incumbent's rate evidence
+  (:mod:`repomin.sampling.incumbent`).
+* ``single``  -- one run per candidate, ``P(accept | p) = p``: labelled as giving no
+  per-candidate guarantee; the reducer re-checks the incumbent periodically and the policy
+  escalates to ``strict`` at the first inconsistency.
+
+Timeouts, resource exhaustion and infrastructure errors never count as a reproduction;
+infrastructure errors are retried a bounded number of times and never become a verdict. Every
+counter goes to the :class:`~repomin.sampling.accounting.Ledger`; the policy is replaced, never
+edited.
+The statistics are described in ``docs/statistics.md``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from repomin.errors import BaselineError, InfrastructureError
+from repomin.failure.contract import FailureContract
+from repomin.runners.base import Outcome, Runner, RunRequest
+from repomin.sampling import candidate, stats
+from repomin.sampling.accounting import Ledger
+from repomin.sampling.budget import Budget, Cancelled, Guard, StopSearch
+from repomin.sampling.incumbent import MAX_PROBES
+from repomin.sampling.lanes import Lane
+from repomin.sampling.parallel import SampleStream, map_samples
+from repomin.sampling.policy import SAMPLING_MODES, Sampling, SamplingConfig, SamplingPolicy
+from repomin.sampling.verdict import Baseline, Verdict, VerdictCache
+from repomin.tree import Tree
+
+__all__ = ["SAMPLING_MODES", "Baseline", "Budget", "Cancelled", "Oracle", "OracleHooks"]
+__all__ += ["Sampling", "SamplingConfig", "SamplingPolicy", "StopSearch", "Verdict"]
+
+INFRA_RETRIES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class OracleHooks:
+    """Observers and extension points, all optional.
+
+    ``on_sample`` sees every completed sample (progress); ``on_verdict`` every new decision
+    (the session's persistent cache); ``on_baseline_run`` each baseline outcome with whether it
+    matched the spec before the signature is pinned (e.g. to show the first miss at once);
+    ``accept`` may veto an accepted candidate (e.g. a slippage rule): a vetoed verdict becomes
+    a rejection with the same evidence; ``on_policy`` sees every new policy *before* it is used
+    (the session persists it, so a family or gate index taken is never taken again on resume).
+    """
+
+    on_sample: Callable[[Outcome], None] | None = None
+    on_verdict: Callable[[str, Verdict], None] | None = None
+    on_baseline_run: Callable[[int, Outcome, bool], None] | None = None
+    accept: Callable[[Tree, Verdict], bool] | None = None
+    on_policy: Callable[[SamplingPolicy], None] | None = None
+
+
+class Oracle:
+    """Decides whether a tree reproduces the failure; counts every sample it spends."""
+
+    def __init__(
+        self,
+        *,
+        runner: Runner,
+        contract: FailureContract,
+        command: str,
+        env: dict[str, str] | None = None,
+        timeout: float,
+        config: SamplingConfig,
+        ledger: Ledger,
+        budget: Budget | None = None,
+        use_cache: bool = True,
+        stop: threading.Event | None = None,
+        jobs: int = 1,
+        hooks: OracleHooks | None = None,
+    ) -> None:
+        self._runner = runner
+        self._contract = contract
+        self._request = RunRequest(command, dict(env or {}), timeout)
+        self._config = config
+        self._ledger = ledger
+        self._guard = Guard(budget or Budget(), stop or threading.Event())
+        self._cache = VerdictCache(use_cache)
+        self._jobs = max(1, jobs)
+        self._hooks = hooks or OracleHooks()
+        self._policy: SamplingPolicy | None = None
+        self._lock = threading.Lock()
+        # [samples started (labels), samples in flight, samples counted by --max-runs]
+        self._traffic = [0, 0, 0]
+
+    # -- read-only views ---------------------------------------------------------------------
+
+    @property
+    def config(self) -> SamplingConfig:
+        return self._config
+
+    @property
+    def contract(self) -> FailureContract:
+        return self._contract
+
+    @property
+    def request(self) -> RunRequest:
+        """The request template (command, explicit env, timeout) every sample uses."""
+        return self._request
+
+    @property
+    def policy(self) -> SamplingPolicy:
+        if self._policy is None:
+            raise RuntimeError("the oracle has no policy before the baseline")
+        return self._policy
+
+    @property
+    def cache(self) -> VerdictCache:
+        return self._cache
+
+    @property
+    def samples(self) -> int:
+        return self._ledger.samples
+
+    @property
+    def inflight(self) -> int:
+        return self._traffic[1]
+
+    @property
+    def inconsistencies(self) -> int:
+        return self.policy.switches
+
+    @property
+    def incumbent_checks(self) -> int:
+        return self._ledger.incumbent_checks
+
+    def attach(self, hooks: OracleHooks) -> None:
+        """Replace the hooks (e.g. once the session exists)."""
+        self._hooks = hooks or OracleHooks()
+
+    @property
+    def hooks(self) -> OracleHooks:
+        return self._hooks
+
+    # -- sampling ----------------------------------------------------------------------------
+
+    def check_budget(self) -> None:
+        self._guard.check(self._traffic[2], True)
+
+    @property
+    def search_samples(self) -> int:
+        """Samples counted by ``--max-runs`` (everything but baseline, final and holdout)."""
+        return self._traffic[2]
+
+    def sample(
+        self, tree: Tree, label: str, *, phase: str | None, budgeted: bool = True
+    ) -> Outcome:
+        """One sample on a fresh copy of ``tree``; infrastructure errors retried, then raised."""
+        self._guard.check(self._traffic[2], budgeted)
+        with self._lock:
+            self._traffic[0] += 1
+            request = replace(self._request, sample_id=f"{label}-{self._traffic[0]}")
+        for attempt in range(INFRA_RETRIES):
+            with self._lock:
+                self._traffic[1] += 1
+            try:
+                outcome = self._runner.run(tree, request)
+            finally:
+                with self._lock:
+                    self._traffic[1] -= 1
+            if outcome.infrastructure_error is None:
+                break
+            if self._guard.stop.is_set():
+                raise StopSearch("interrupted")
+            time.sleep(0.2 * (attempt + 1))
+        else:
+            raise InfrastructureError(
+                f"the {self._runner.backend} backend failed {INFRA_RETRIES} times in a row "
+                f"({outcome.infrastructure_error}); check the engine and rerun with --resume"
+            )
+        if self._guard.stop.is_set() and (outcome.timed_out or outcome.exit_code is None):
+            raise StopSearch("interrupted")
+        self._ledger.add_sample(phase, outcome.duration, outcome.cpu_seconds)
+        if budgeted:
+            with self._lock:
+                self._traffic[2] += 1
+        if self._hooks.on_sample is not None:
+            self._hooks.on_sample(outcome)
+        return outcome
+
+    # -- baseline ----------------------------------------------------------------------------
+
+    def run_baseline(self, tree: Tree, jobs: int | None = None) -> Baseline:
+        """Run the baseline, pin the signature, learn the policy. Raises BaselineError."""
+        n = self._config.baseline_runs
+
+        def one(i: int) -> Outcome:
+            outcome = self.sample(tree, f"baseline-{i}", phase=None, budgeted=False)
+            if self._hooks.on_baseline_run is not None:
+                self._hooks.on_baseline_run(i, outcome, self._contract.base_matches(outcome))
+            return outcome
+
+        outcomes = map_samples(one, n, jobs or self._jobs)
+        self._contract = self._contract.learn(list(outcomes))
+        verdicts = [self._contract.reproduces(o) for o in outcomes]
+        passes = sum(verdicts)
+        timeouts = sum(o.timed_out for o in outcomes)
+        c = self._config.confidence
+        lower = stats.lower_bound(passes, n, c)
+        exit_code = next((o.exit_code for o, v in zip(outcomes, verdicts, strict=True) if v), None)
+        if exit_code is None and outcomes:
+            exit_code = outcomes[0].exit_code
+        baseline = Baseline(
+            passes, n, lower, stats.upper_bound(passes, n, c), exit_code, timeouts, tuple(outcomes)
+        )
+        if passes == 0:
+            hint = (
+                f" ({timeouts} of {n} runs timed out; raise --timeout)"
+                if timeouts
+                else f" (last exit code {outcomes[-1].exit_code})"
+            )
+            raise BaselineError(
+                f"the command did not reproduce the failure in any of {n} baseline runs{hint}; "
+                "check --command, --match/--exit-code and --env"
+            )
+        if lower < self._config.min_baseline_rate:
+            raise BaselineError(
+                f"baseline reproduced {passes}/{n} runs, lower bound {lower:.3f} at confidence "
+                f"{c} is below --min-baseline-rate {self._config.min_baseline_rate}; raise "
+                "--baseline-runs or lower --min-baseline-rate"
+            )
+        self._set_policy(SamplingPolicy.learn(self._config, passes, n, lower))
+        return baseline
+
+    def _set_policy(self, policy: SamplingPolicy) -> None:
+        """Swap the policy (under the lock when racing) and let ``on_policy`` persist it first."""
+        if self._hooks.on_policy is not None:
+            self._hooks.on_policy(policy)
+        self._policy = policy
+
+    def restore(self, policy: SamplingPolicy, signature: dict[str, object] | None) -> None:
+        """Continue with a stored policy and pinned signature (a resumed session)."""
+        self._contract = FailureContract(self._contract.spec, signature)
+        self._policy = policy
+
+    # -- candidates --------------------------------------------------------------------------
+
+    def cached(self, tree: Tree) -> Verdict | None:
+        """The cached verdict of ``tree``, if any (a rejection awaiting its retest is not)."""
+        return self._cache.get(tree.digest)
+
+    def evaluate(
+        self,
+        tree: Tree,
+        phase: str,
+        label: str,
+        cancel: threading.Event | None = None,
+        *,
+        fresh: bool = False,
+        lane: Lane[bool] | None = None,
+    ) -> Verdict:
+        """Decide one candidate (cache first unless ``fresh``: new runs); may raise Cancelled or
+        StopSearch. ``lane``: samples through slots shared with other candidates (lanes.py)."""
+        hit = None if fresh else self._cache.get(tree.digest)
+        if hit is not None:
+            self._ledger.add_cache_hit(phase)
+            return hit
+        retest = tree.digest in self._cache
+
+        def run_one(seq: int) -> bool:
+            if cancel is not None and cancel.is_set():
+                raise Cancelled()
+            ok = self._contract.reproduces(self.sample(tree, f"{label}.{seq}", phase=phase))
+            self._ledger.add_candidate_run(ok)
+            return ok
+
+        policy = self.policy
+        started = time.monotonic()
+        stream = lane.start(run_one) if lane is not None else None
+        with stream or SampleStream(run_one, policy.sample_width(self._jobs)) as samples:
+            if policy.single:
+                ok = samples.next(1)
+                verdict = Verdict(ok, int(ok), 1, policy.mode, policy.confidence, "single-run")
+            elif policy.family_wise:
+                verdict = candidate.screened_test(samples, policy, self._spend_index)
+            else:
+                verdict = candidate.per_candidate_test(samples, policy)
+        if verdict.saved:
+            self._ledger.add_saved(phase, verdict.saved)
+        verdict = replace(verdict, duration=time.monotonic() - started, retested=retest)
+        return self._remember(tree, verdict)
+
+    def _spend_index(self) -> tuple[int, float, stats.SequentialDesign]:
+        with self._lock:
+            index, policy = self.policy.take_index()
+            self._set_policy(policy)
+        alpha, design = policy.design_for(index)
+        return index, alpha, design
+
+    def _remember(self, tree: Tree, verdict: Verdict) -> Verdict:
+        accept = self._hooks.accept
+        if verdict.accepted and accept is not None and not accept(tree, verdict):
+            verdict = replace(verdict, accepted=False, early=False)
+        self._cache.put(tree.digest, verdict)
+        if self._hooks.on_verdict is not None:
+            self._hooks.on_verdict(tree.digest, verdict)
+        return verdict
+
+    def start_retesting(self) -> None:
+        """At a flaky fixpoint: every cached rejection may be decided once more."""
+        self._cache.start_retesting()
+
+    def check_incumbent(self, tree: Tree, phase: str) -> bool:
+        """Single-run mode's consistency check: the incumbent must still reproduce. At the first
+        inconsistency the policy escalates to strict for the rest of the search."""
+        ok = self._probe(tree, phase)
+        if not ok:
+            self.escalate()
+        return ok
+
+    def _probe(self, tree: Tree, phase: str) -> bool:
+        """One fresh run of the incumbent; it joins the rate evidence (flaky policies)."""
+        outcome = self.sample(tree, "incumbent", phase=phase)
+        self._ledger.add_incumbent_check()
+        ok = self._contract.reproduces(outcome)
+        self._observe([ok])
+        return ok
+
+    def _observe(self, outcomes: list[bool]) -> None:
+        with self._lock:
+            policy = self.policy.observe(outcomes)
+            if policy != self._policy:
+                self._set_policy(policy)
+
+    def adopted(self, tree: Tree, verdict: Verdict | None, phase: str) -> None:
+        """``tree`` is the new incumbent (decided by ``verdict``; ``None``: restored by
+        backtracking). Its own runs join the rate evidence; then, while a streak of straight
+        passes could shorten the screen, it is re-checked (at most ``MAX_PROBES`` runs,
+        stopping at the first failure)."""
+        with self._lock:
+            policy = self.policy
+            if verdict is not None:
+                policy = policy.adopt(verdict.passes, verdict.runs)
+            if policy != self._policy:
+                self._set_policy(policy)
+        for _ in range(MAX_PROBES):
+            if not self.policy.probe_wanted() or not self._probe(tree, phase):
+                break
+
+    def escalate(self) -> bool:
+        """Leave single-run mode (the failure is flaky): the exact design from now on, same θ,
+        single-run verdicts dropped (no evidence under it). Whether the policy changed."""
+        with self._lock:
+            policy = self.policy.escalate(self._config)
+            changed = policy != self._policy
+            if changed:
+                self._set_policy(policy)
+        if changed:
+            self._cache.clear()
+        return changed
+
+    def revoke(self, trees: list[Tree], reason: str) -> None:
+        """Backtracking: these trees are no longer trusted; cache (and record) a rejection
+        without new evidence so the search does not adopt them again from the cache."""
+        mode, confidence = self.policy.mode, self.policy.confidence
+        for tree in trees:
+            self._remember(tree, Verdict(False, 0, 0, mode, confidence, reason))
+
+    # -- final validation --------------------------------------------------------------------
+
+    def final_validation(
+        self, tree: Tree, runs: int, jobs: int | None = None, outcomes: list[Outcome] | None = None
+    ) -> tuple[int, int, int | None]:
+        """Fixed-size validation (passes, runs, first exit code); ``outcomes``: taken early."""
+        if runs == 0:
+            return 0, 0, None
+        outcomes = outcomes or map_samples(
+            lambda i: self.sample(tree, f"final-{i}", phase=None, budgeted=False),
+            runs,
+            jobs or self._jobs,
+        )
+        verdicts = [self._contract.reproduces(o) for o in outcomes]
+        exit_code = next((o.exit_code for o, v in zip(outcomes, verdicts, strict=True) if v), None)
+        if exit_code is None:
+            exit_code = outcomes[0].exit_code
+        return sum(verdicts), runs, exit_code
+
+    def planned_final_runs(self) -> int:
+        return self.policy.final_runs(self._config.final_runs)
+
+    def take_gate(self) -> tuple[int, float]:
+        """The next final-test (payload gate) index and its level, persisted before use."""
+        with self._lock:
+            index, policy = self.policy.take_gate()
+            self._set_policy(policy)
+        return index, policy.gate_alpha(index)

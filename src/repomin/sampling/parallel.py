@@ -1,0 +1,352 @@
+"""All concurrency lives here: parallel samples and speculative candidate evaluation.
+
+``first_accepted`` evaluates candidates in proposal order with up to ``jobs`` in flight and
+returns the *first accepted in proposal order* (not the first to finish), so that for a
+deterministic command ``--jobs N`` yields the same payload as ``--jobs 1``. Later candidates
+still running when an earlier one is accepted are cancelled between samples; their evidence so
+far stays counted (``superseded``), and completed verdicts stay in the cache.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar, cast
+
+T = TypeVar("T")
+C = TypeVar("C")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Samples(Protocol[T_co]):
+    """One candidate's samples, handed out in submission order (:class:`SampleStream`, or a
+    ``lanes.Lane`` sharing slots with other candidates)."""
+
+    def next(self, ahead: int | None = None) -> T_co: ...
+
+
+def map_samples(fn: Callable[[int], T], n: int, jobs: int) -> list[T]:
+    """``[fn(0), ..., fn(n-1)]`` with up to ``jobs`` running at once (order preserved)."""
+    if jobs <= 1 or n <= 1:
+        return [fn(i) for i in range(n)]
+    with ThreadPoolExecutor(max_workers=min(jobs, n), thread_name_prefix="repomin-s") as pool:
+        futures = [pool.submit(fn, i) for i in range(n)]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+
+
+
+def evaluate_all(
+    candidates: Sequence[C], evaluate: Callable[[C, threading.Event], T], jobs: int
+) -> list[T]:
+    """``[evaluate(c) for c in candidates]`` with up to ``jobs`` in flight (order preserved):
+    a batch whose candidates are all useful, so none is cancelled by another's verdict.
+    An exception (budget, interrupt) cancels the rest and propagates."""
+    if jobs <= 1 or len(candidates) <= 1:
+        return [evaluate(c, threading.Event()) for c in candidates]
+    cancel = threading.Event()
+    width = min(jobs, len(candidates))
+    pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="repomin-b")
+    futures = [pool.submit(evaluate, c, cancel) for c in candidates]
+    try:
+        return [f.result() for f in futures]
+    except BaseException:
+        cancel.set()
+        for f in futures:
+            f.cancel()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+def in_background(fn: Callable[[], T]) -> Future[T]:
+    """``fn()`` in a thread of its own, beside the search's samples (a traced run that a
+    deterministic search with several slots does not wait for: ``passes.ordered``)."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="repomin-bg")
+    try:
+        return pool.submit(fn)
+    finally:
+        pool.shutdown(wait=False)  # the thread ends with ``fn``
+
+
+@dataclass(slots=True)
+class Race(Generic[C, T]):
+    """Outcome of a speculative round."""
+
+    winner: int | None
+    winner_candidate: C | None
+    winner_result: T | None
+    results: list[tuple[int, C, T | None, str]]  # (index, candidate, result, status)
+
+
+def first_accepted(
+    candidates: Iterable[C],
+    evaluate: Callable[[C, threading.Event], T],
+    accepted: Callable[[T], bool],
+    jobs: int,
+) -> Race[C, T]:
+    """Evaluate lazily produced candidates; stop at the first accepted one in order.
+
+    ``status`` per evaluated candidate is ``"rejected"``, ``"accepted"`` (the winner),
+    ``"superseded"`` (finished or cancelled after an earlier acceptance). Exceptions from
+    ``evaluate`` (budget, interrupt) cancel everything in flight and propagate.
+    """
+    it: Iterator[C] = iter(candidates)
+    results: list[tuple[int, C, T | None, str]] = []
+    if jobs <= 1:
+        for i, cand in enumerate(it):
+            res = evaluate(cand, threading.Event())
+            if accepted(res):
+                results.append((i, cand, res, "accepted"))
+                return Race(i, cand, res, results)
+            results.append((i, cand, res, "rejected"))
+        return Race(None, None, None, results)
+
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="repomin-c")
+    inflight: dict[int, tuple[C, Future[T], threading.Event]] = {}
+    done: dict[int, tuple[C, T | None, BaseException | None]] = {}
+    next_index = 0
+    exhausted = False
+    decided = 0  # every index below this is decided (rejected)
+    try:
+        while True:
+            while not exhausted and len(inflight) < jobs:
+                try:
+                    cand = next(it)
+                except StopIteration:
+                    exhausted = True
+                    break
+                ev = threading.Event()
+                inflight[next_index] = (cand, pool.submit(evaluate, cand, ev), ev)
+                next_index += 1
+            if not inflight:
+                return Race(None, None, None, results)
+            wait([f for _, f, _ in inflight.values()], return_when=FIRST_COMPLETED)
+            for idx in list(inflight):
+                cand, fut, _ = inflight[idx]
+                if fut.done():
+                    del inflight[idx]
+                    exc = fut.exception()
+                    done[idx] = (cand, None if exc else fut.result(), exc)
+            while decided in done:
+                cand, maybe, exc = done.pop(decided)
+                if exc is not None:
+                    raise exc
+                res = cast(T, maybe)
+                if accepted(res):
+                    results.append((decided, cand, res, "accepted"))
+                    supersede_rest(inflight, done, results)
+                    return Race(decided, cand, res, results)
+                results.append((decided, cand, res, "rejected"))
+                decided += 1
+    except BaseException:
+        for _, fut, ev in inflight.values():
+            ev.set()
+            fut.cancel()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def supersede_rest(
+    inflight: dict[int, tuple[C, Future[T], threading.Event]],
+    done: dict[int, tuple[C, T | None, BaseException | None]],
+    results: list[tuple[int, C, T | None, str]],
+) -> None:
+    """The winner is decided: cancel every later candidate between samples; each one is
+    ``superseded`` (a verdict it completed stays in the cache). Shared by the deterministic
+    race here and the flaky lanes (``repomin.sampling.lanes``)."""
+    for _, _, ev in inflight.values():
+        ev.set()
+    for idx, (cand, fut, _) in sorted(inflight.items()):
+        try:
+            res: T | None = fut.result()
+        except BaseException:
+            res = None
+        results.append((idx, cand, res, "superseded"))
+    inflight.clear()
+    for idx, (cand, res, _) in sorted(done.items()):
+        results.append((idx, cand, res, "superseded"))
+    done.clear()
+
+
+class SampleStream(Generic[T]):
+    """Results of calls ``fn(0)``, ``fn(1)``, ... (the sample's sequence number), up to
+    ``width`` in flight, in submission order.
+
+    Used for several samples of one candidate: the consumer decides after each result (in
+    order, so a sequential test sees a fixed sequence) and closes the stream once decided; at
+    most ``width - 1`` samples run past the decision. Their results are discarded (they are
+    independent of the decision, so the test stays exact) but still counted as oracle runs.
+    """
+
+    def __init__(self, fn: Callable[[int], T], width: int) -> None:
+        self._fn = fn
+        self._seq = 0
+        self._width = max(1, width)
+        self._pool = (
+            ThreadPoolExecutor(max_workers=self._width, thread_name_prefix="repomin-s")
+            if self._width > 1
+            else None
+        )
+        self._pending: list[Future[T]] = []
+
+    def __enter__(self) -> SampleStream[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def next(self, ahead: int | None = None) -> T:
+        """The next result; at most ``ahead`` (default ``width``) samples in flight for it."""
+        if self._pool is None:
+            self._seq += 1
+            return self._fn(self._seq - 1)
+        while len(self._pending) < min(self._width, max(1, ahead or self._width)):
+            self._pending.append(self._pool.submit(self._fn, self._seq))
+            self._seq += 1
+        return self._pending.pop(0).result()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            for fut in self._pending:
+                fut.cancel()
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pending.clear()
+
+
+# -- folding several accepted candidates (deterministic commands) ------------------------------
+
+#: A round folds at most this many accepted candidates per slot.
+FOLD_LIMIT = 8
+
+P = TypeVar("P")
+
+
+@dataclass(slots=True)
+class Fold(Generic[C, P, T]):
+    """Outcome of a folding round: every folded (accepted) candidate, in proposal order."""
+
+    accepted: list[tuple[int, C, P, T]]
+    results: list[tuple[int, C, T | None, str]]  # (index, candidate, result, status)
+
+
+def fold_accepted(
+    candidates: Iterable[C],
+    prepare: Callable[[C], P | None],
+    evaluate: Callable[[P, threading.Event], T],
+    accepted: Callable[[T], bool],
+    fold: Callable[[P], bool],
+    jobs: int,
+    max_accepted: int,
+    spare: Callable[[], Callable[[], object] | None] | None = None,
+) -> Fold[C, P, T]:
+    """Evaluate candidates with ``jobs`` in flight and fold *every* accepted one into the
+    round's result instead of stopping at the first.
+
+    ``prepare(c)`` runs when ``c`` is dispatched (in the calling thread, in proposal order) and
+    returns what to evaluate -- the caller rebases the candidate onto everything folded so far
+    -- or None when it cannot be merged, which ends the round. ``fold(p)`` runs for each
+    accepted candidate when it is decided, in proposal order, and returns False on a conflict
+    (the round ends there). The set folded therefore depends only on the verdicts, never on
+    completion order. Candidates past the end are ``superseded`` (cancelled between samples,
+    or never started). Exceptions cancel everything and propagate.
+
+    Once the candidates are exhausted, slots left idle by the last candidates take work from
+    ``spare()`` (a thunk, or None when there is none): the caller's speculative work whose
+    results it finds later in its cache (the verification of the merge, stale rejections
+    rebased onto it). Their results are not part of the round.
+    """
+    it: Iterator[C] = iter(candidates)
+    results: list[tuple[int, C, T | None, str]] = []
+    spares: list[Future[object]] = []
+    kept: list[tuple[int, C, P, T]] = []
+    width = max(1, jobs)
+    pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="repomin-f")
+    inflight: dict[int, tuple[C, P, Future[T], threading.Event]] = {}
+    done: dict[int, tuple[C, P, T | None, BaseException | None]] = {}
+    next_index = 0
+    pulling = True
+    end: int | None = None  # first index outside the round
+    decided = 0
+    try:
+        while True:
+            while pulling and len(inflight) < width:
+                try:
+                    cand = next(it)
+                except StopIteration:
+                    pulling = False
+                    break
+                prepared = prepare(cand)
+                if prepared is None:
+                    results.append((next_index, cand, None, "superseded"))
+                    end, pulling = next_index, False
+                    break
+                ev = threading.Event()
+                fut = pool.submit(evaluate, prepared, ev)
+                inflight[next_index] = (cand, prepared, fut, ev)
+                next_index += 1
+            spares = [f for f in spares if not f.done()]
+            while spare is not None and not pulling and end is None and inflight:
+                if len(inflight) + len(spares) >= width:
+                    break
+                work = spare()
+                if work is None:
+                    break
+                spares.append(pool.submit(work))
+            if decided not in done:
+                if not inflight:
+                    break
+                wait([f for _, _, f, _ in inflight.values()], return_when=FIRST_COMPLETED)
+            for idx in list(inflight):
+                cand, prepared, fut, _ = inflight[idx]
+                if fut.done():
+                    del inflight[idx]
+                    exc = fut.exception()
+                    done[idx] = (cand, prepared, None if exc else fut.result(), exc)
+            while decided in done and (end is None or decided < end):
+                cand, prepared, maybe, exc = done.pop(decided)
+                if exc is not None:
+                    raise exc
+                res = cast(T, maybe)
+                if not accepted(res):
+                    results.append((decided, cand, res, "rejected"))
+                elif fold(prepared):
+                    kept.append((decided, cand, prepared, res))
+                    results.append((decided, cand, res, "accepted"))
+                    if len(kept) >= max_accepted:
+                        end = decided + 1
+                else:
+                    results.append((decided, cand, res, "superseded"))
+                    end = decided
+                    break
+                decided += 1
+            if end is not None and decided >= end:
+                pulling = False
+                for _, _, _, ev in inflight.values():
+                    ev.set()
+                for idx, (cand, _, fut, _) in sorted(inflight.items()):
+                    try:
+                        late: T | None = fut.result()
+                    except BaseException:
+                        late = None
+                    results.append((idx, cand, late, "superseded"))
+                for idx, (cand, _, late, _) in sorted(done.items()):
+                    results.append((idx, cand, late, "superseded"))
+                inflight.clear()
+                break
+        for f in spares:
+            f.result()
+        return Fold(kept, sorted(results, key=lambda r: r[0]))
+    except BaseException:
+        for _, _, fut, ev in inflight.values():
+            ev.set()
+            fut.cancel()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

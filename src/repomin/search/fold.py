@@ -1,0 +1,388 @@
+"""A search that uses every slot for a deterministic command: fold accepted candidates.
+
+With ``--jobs N`` and a deterministic (single-run) oracle, :func:`fold_round` evaluates the
+candidates of one ``try_first`` call with N in flight and, instead of keeping only the first
+accepted one, folds *every* compatible accepted candidate into one new incumbent: a three-way
+merge against the incumbent (deletions unite, equal changes agree, two edits of one text file
+merge when their line ranges are apart). Each candidate is run *rebased* onto everything
+folded when it was dispatched, so in a run of acceptances each run checks the accumulated
+tree; when the last folded candidate did not run on top of all the others, one more run of the
+merged tree verifies it before adoption, and if that run rejects, only the first accepted
+candidate is adopted. Idle slots at the end of a round run that verification and re-run
+rejections that ran on an older merge (the next round finds them in the cache).
+
+``try_first`` keeps its meaning: it returns the position of the first accepted candidate, and
+the new incumbent contains it (and possibly more, which passes see in ``problem.current``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol, cast
+
+from repomin.passes.base import Combine, Spare, Speculate
+from repomin.sampling.oracle import Cancelled, StopSearch, Verdict
+from repomin.sampling.parallel import evaluate_all, fold_accepted
+from repomin.tree import Entry, Tree
+
+if TYPE_CHECKING:
+    from repomin.sampling.accounting import Ledger
+    from repomin.sampling.lanes import Lane
+    from repomin.sampling.oracle import Oracle
+
+#: A round folds at most this many accepted candidates per slot.
+FOLD_LIMIT = 8
+
+Item = tuple[int, Tree, str]  # (position, candidate tree, description)
+
+
+class Evaluate(Protocol):
+    """How ``try_first`` decides one candidate (``lane``: the slots it shares, flaky races)."""
+
+    def __call__(
+        self, item: Item, cancel: threading.Event, lane: Lane[bool] | None = None
+    ) -> Verdict | None: ...
+
+
+class AheadFinal(Protocol):
+    """Final runs started early (``prefetch.FinalPrefetch``)."""
+
+    def offer(self, tree: Tree, phase: str, spare: int) -> None: ...
+    def make_room(self, needed: int, jobs: int) -> None: ...
+    def running(self) -> int: ...
+
+
+class Folding(Protocol):
+    """What folding needs of the reduction problem (:class:`~repomin.search.reducer.Reduction`)."""
+
+    oracle: Oracle
+    ledger: Ledger
+    jobs: int
+    speculated: set[str]
+    ahead: AheadFinal | None
+
+    @property
+    def current(self) -> Tree: ...
+
+    def next_label(self, phase: str) -> str: ...
+
+    def adopt(self, phase: str, description: str, tree: Tree, verdict: Verdict) -> None: ...
+
+
+Prepared = tuple[Item, "Delta", int]  # (rebased item, change, folded count at dispatch)
+
+#: A candidate's change against the incumbent: path -> new entry, or None for a deletion.
+Delta = dict[str, Entry | None]
+
+#: Files above this size are never merged line by line (two edits of one big file conflict).
+TEXT_MERGE_LIMIT = 256 * 1024
+
+
+def tree_delta(base: Tree, tree: Tree) -> Delta:
+    """What ``tree`` changes in ``base``: new or modified entries, and deletions (None)."""
+    delta: Delta = {}
+    for path, entry in tree.entries.items():
+        old = base.entries.get(path)
+        if old is not entry and old != entry:
+            delta[path] = entry
+    for path in base.entries:
+        if path not in tree.entries:
+            delta[path] = None
+    return delta
+
+
+class TreeMerge:
+    """The accumulated change of the candidates folded so far, against one incumbent.
+
+    A three-way merge against the incumbent: deletions unite, equal changes are compatible,
+    and two edits of one text file merge when their changed line ranges (in the incumbent's
+    numbering) neither overlap nor touch an insertion; anything else conflicts.
+    """
+
+    def __init__(self, base: Tree) -> None:
+        self.base = base
+        self.delta: Delta = {}
+        self.folded = 0
+
+    def combine(self, delta: Delta) -> Delta | None:
+        """The accumulated change plus ``delta``, or None on a conflict."""
+        out = dict(self.delta)
+        for path, value in delta.items():
+            if path not in out or out[path] == value:
+                out[path] = value
+                continue
+            mine, old = out[path], self.base.entries.get(path)
+            if mine is None or value is None or old is None:
+                return None
+            if not (old.kind == mine.kind == value.kind == "file") or mine.mode != value.mode:
+                return None
+            data = merge_text(old.data, mine.data, value.data)
+            if data is None:
+                return None
+            out[path] = mine.with_data(data)
+        return out
+
+    def add(self, delta: Delta) -> bool:
+        combined = self.combine(delta)
+        if combined is None:
+            return False
+        self.delta = combined
+        self.folded += 1
+        return True
+
+    def tree(self, delta: Delta | None = None) -> Tree:
+        """The incumbent with ``delta`` (default: the accumulated change) applied."""
+        # Derived from the incumbent: counts and digest change per changed path only.
+        return self.base.with_changes(self.delta if delta is None else delta)
+
+
+def merge_text(base: bytes, a: bytes, b: bytes) -> bytes | None:
+    """Line-level three-way merge of two edits of ``base``; None when they overlap."""
+    if max(len(base), len(a), len(b)) > TEXT_MERGE_LIMIT:
+        return None
+    lines = base.splitlines(keepends=True)
+    edits_a = _edits(lines, a.splitlines(keepends=True))
+    edits_b = _edits(lines, b.splitlines(keepends=True))
+    for i1, i2, _ in edits_a:
+        for j1, j2, _ in edits_b:
+            if max(i1, j1) < min(i2, j2) or (i1 == i2 and j1 <= i1 <= j2):
+                return None
+            if j1 == j2 and i1 <= j1 <= i2:
+                return None
+    out = list(lines)
+    for i1, i2, repl in sorted(edits_a + edits_b, key=lambda e: (e[0], e[1]), reverse=True):
+        out[i1:i2] = repl
+    return b"".join(out)
+
+
+def _edits(base: list[bytes], new: list[bytes]) -> list[tuple[int, int, list[bytes]]]:
+    matcher = difflib.SequenceMatcher(None, base, new, autojunk=False)
+    return [(i1, i2, new[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+
+
+def fold_round(
+    reduction: Folding,
+    phase: str,
+    items: Iterable[Item],
+    evaluate: Callable[[Item, threading.Event], Verdict | None],
+) -> int | None:
+    """One ``try_first`` round with folding; adopts the result through ``reduction``."""
+    incumbent = reduction.current
+    merge = TreeMerge(incumbent)
+    rejected: list[Prepared] = []
+    last_folded = [-1]
+    lock = threading.Lock()
+
+    def prepare(item: Item) -> Prepared | None:
+        delta = tree_delta(incumbent, item[1])
+        combined = merge.combine(delta)
+        if combined is None:
+            return None
+        rebased = item if not merge.delta else (item[0], merge.tree(combined), item[2])
+        return rebased, delta, merge.folded
+
+    def fold_in(p: Prepared) -> bool:
+        if not merge.add(p[1]):
+            return False
+        last_folded[0] = p[0][0]
+        return True
+
+    def judged(v: Verdict | None) -> bool:
+        return v is not None and v.accepted
+
+    def speculation(tree: Tree) -> Callable[[], object]:
+        def run() -> None:
+            with contextlib.suppress(Cancelled, StopSearch):
+                reduction.oracle.evaluate(tree, phase, reduction.next_label(phase))
+
+        return run
+
+    def spare() -> Callable[[], object] | None:
+        wanted = [merge.tree()] if merge.folded > 1 else []
+        with lock:
+            stale = [p for p in rejected if p[0][0] > last_folded[0] and p[2] < merge.folded]
+        for p in stale:
+            combined = merge.combine(p[1])
+            if combined is not None:
+                wanted.append(merge.tree(combined))
+        for tree in wanted:
+            if tree.digest not in reduction.speculated and reduction.oracle.cached(tree) is None:
+                reduction.speculated.add(tree.digest)
+                return speculation(tree)
+        return None
+
+    def run(p: Prepared, cancel: threading.Event) -> Verdict | None:
+        verdict = evaluate(p[0], cancel)
+        if verdict is not None and not verdict.accepted:
+            with lock:
+                rejected.append(p)
+        return verdict
+
+    jobs = reduction.jobs
+    fold = fold_accepted(items, prepare, run, judged, fold_in, jobs, FOLD_LIMIT * jobs, spare)
+    kept = fold.accepted
+    adopted: Tree | None = None
+    verdict: Verdict | None = None
+    if kept and kept[-1][2][2] == len(kept) - 1:
+        # The last folded candidate ran on top of all the others: that run verified the merge.
+        adopted, verdict = kept[-1][2][0][1], cast(Verdict, kept[-1][3])
+    elif kept:
+        adopted = merge.tree()
+        verdict = reduction.oracle.evaluate(adopted, phase, reduction.next_label(phase))
+        if not verdict.accepted:
+            kept = kept[:1]
+            adopted, verdict = kept[0][2][0][1], cast(Verdict, kept[0][3])
+    folded = {idx for idx, _, _, _ in kept}
+    ledger = reduction.ledger
+    for idx, _, _, status in fold.results:
+        if status == "accepted" and idx in folded:
+            ledger.attempt(phase, "accepted")
+        elif status == "rejected":
+            ledger.attempt(phase, "rejected")
+        else:
+            ledger.attempt(phase, "superseded")
+    if adopted is None or verdict is None:
+        return None
+    if len(kept) == 1:
+        description = kept[0][1][2]
+    else:
+        names = "; ".join(c[2] for _, c, _, _ in kept[:3])
+        more = f"; and {len(kept) - 3} more" if len(kept) > 3 else ""
+        description = f"fold of {len(kept)} candidates: {names}{more}"
+    reduction.adopt(phase, description, adopted, verdict)
+    return kept[0][1][0]
+
+
+def fold_batch(
+    reduction: Folding,
+    phase: str,
+    candidates: Sequence[tuple[Tree, str]],
+    evaluate: Callable[[Item, threading.Event], Verdict | None],
+    ahead: Speculate | None = None,
+    combine: Combine | None = None,
+    spare: Spare | None = None,
+) -> list[bool | None]:
+    """Decide a batch of candidates that can succeed together, all against the incumbent, and
+    fold every accepted one into one new incumbent.
+
+    Every candidate is evaluated (``--jobs`` in flight, none cancelled by another's verdict).
+    The accepted ones are merged in proposal order (:class:`TreeMerge`; a conflicting one is
+    left out); a merge of several is adopted only after one more run of the merged tree
+    accepts it (a cache hit when that tree was decided before), otherwise only the first
+    accepted candidate is adopted. ``combine(positions)``, when given, builds the tree of
+    several candidates together (else the three-way merge does). ``ahead(merged, outcomes)``
+    gives the trees the caller will
+    propose next if the merge is adopted: they run speculatively in the check's round (their
+    verdicts wait in the cache; samples of the phase, not attempts). Returns per candidate
+    True (in the new incumbent), False (rejected, or a no-op) or None (accepted but not
+    adopted, or not decided).
+    """
+    incumbent = reduction.current
+    ledger = reduction.ledger
+    items: list[Item] = []
+    outcomes: list[bool | None] = [False] * len(candidates)
+    for pos, (tree, description) in enumerate(candidates):
+        if tree.digest == incumbent.digest or (
+            tree.byte_count >= incumbent.byte_count and len(tree) >= len(incumbent)
+        ):
+            ledger.attempt(phase, "no_op")
+        else:
+            items.append((pos, tree, description))
+    verdicts = _with_spare(reduction, phase, items, evaluate, spare)
+    merge = TreeMerge(incumbent)
+    kept: list[tuple[Item, Verdict]] = []
+    for item, verdict in zip(items, verdicts, strict=True):
+        if verdict is None:
+            outcomes[item[0]] = None
+        elif verdict.accepted and merge.add(tree_delta(incumbent, item[1])):
+            kept.append((item, verdict))
+        elif verdict.accepted:
+            outcomes[item[0]] = None
+    if len(kept) > 1:
+        # The caller knows what its candidates change (disjoint units): its own combination
+        # is exact where a content merge cannot tell two edits with equal results apart.
+        merged = combine([item[0] for item, _ in kept]) if combine else merge.tree()
+        provisional = list(outcomes)
+        for item, _ in kept:
+            provisional[item[0]] = True
+        # Edits that undo each other together (a syntax guard turned the merge back into the
+        # incumbent) are a rejected merge, decided without a run.
+        noop = merged.digest == incumbent.digest
+        check = (
+            None
+            if noop
+            else _check(reduction, phase, merged, ahead(merged, provisional) if ahead else [])
+        )
+        if check is None or not check.accepted:
+            for item, _ in kept[1:]:
+                outcomes[item[0]] = None
+            kept = kept[:1]
+    for item, verdict in zip(items, verdicts, strict=True):
+        if verdict is not None and not verdict.accepted:
+            ledger.attempt(phase, "rejected")
+        elif outcomes[item[0]] is None:
+            ledger.attempt(phase, "superseded")
+    for item, _ in kept:
+        outcomes[item[0]] = True
+        ledger.attempt(phase, "accepted")
+    if len(kept) == 1:
+        (_, tree, description), verdict = kept[0]
+        reduction.adopt(phase, description, tree, verdict)
+    elif kept:
+        names = "; ".join(item[2] for item, _ in kept[:3])
+        more = f"; and {len(kept) - 3} more" if len(kept) > 3 else ""
+        assert check is not None  # several kept: the check accepted the merge
+        reduction.adopt(phase, f"fold of {len(kept)} candidates: {names}{more}", merged, check)
+    return outcomes
+
+
+def _with_spare(
+    reduction: Folding,
+    phase: str,
+    items: list[Item],
+    evaluate: Callable[[Item, threading.Event], Verdict | None],
+    spare: Spare | None,
+) -> list[Verdict | None]:
+    """The batch's verdicts; its idle slots run ``spare``'s trees alongside (``fold_batch``)."""
+    oracle, busy = reduction.oracle, reduction.ahead.running() if reduction.ahead else 0
+    fresh = sum(1 for _, tree, _ in items if oracle.cached(tree) is None)
+    idle = reduction.jobs - fresh - busy
+    if spare is None or idle <= 0 or not fresh:
+        return evaluate_all(items, evaluate, reduction.jobs)
+    seen = {tree.digest for _, tree, _ in items} | {reduction.current.digest}
+    extra = [t for t in spare(idle) if t.digest not in seen and oracle.cached(t) is None][:idle]
+    if not extra:
+        return evaluate_all(items, evaluate, reduction.jobs)
+
+    def run(job: Item | Tree, cancel: threading.Event) -> Verdict | None:
+        if not isinstance(job, Tree):
+            return evaluate(job, cancel)
+        try:
+            return oracle.evaluate(job, phase, reduction.next_label(phase), cancel)
+        except Cancelled:
+            return None
+
+    batch: list[Item | Tree] = [*items, *extra]
+    return evaluate_all(batch, run, reduction.jobs)[: len(items)]
+
+
+def _check(reduction: Folding, phase: str, merged: Tree, ahead: list[Tree]) -> Verdict:
+    """The verdict of a merged tree, with the caller's next candidates run alongside."""
+    oracle = reduction.oracle
+    fresh = [t for t in ahead if oracle.cached(t) is None][: max(0, reduction.jobs - 1)]
+    if reduction.ahead is not None:  # final runs in flight keep their slots (prefetch.py)
+        reduction.ahead.make_room(1 + len(fresh), reduction.jobs)
+    if oracle.cached(merged) is not None or not fresh:
+        return oracle.evaluate(merged, phase, reduction.next_label(phase))
+
+    def run(tree: Tree, cancel: threading.Event) -> Verdict | None:
+        try:
+            return oracle.evaluate(tree, phase, reduction.next_label(phase), cancel)
+        except Cancelled:
+            return None
+
+    verdicts = evaluate_all([merged, *fresh], run, reduction.jobs)
+    return cast(Verdict, verdicts[0])
