@@ -170,18 +170,50 @@ def trace_opened_files(
     run failed the same way.
     """
     token = secrets.token_hex(8)
-    # A cluster worker's host runner writes on its own machine: the log comes back in band.
-    remote = runner.describe().get("dispatch_engine") is not None
-    band = (runner.backend != "host" or remote) if in_band is None else in_band
-    if not band:
-        reap_stale(Path(tempfile.gettempdir()), "repomin-trace-")
-    sink = None if band else tempfile.mkdtemp(prefix=f"repomin-trace-{os.getpid()}-")
+    sink = _make_sink(runner, in_band)
     request = RunRequest(
         wrapper_script(command, sink, token, methods),
         env,
         timeout * TIMEOUT_FACTOR,
         TRACE_SAMPLE_ID,
     )
+    run = _run_traced(runner, tree, request, sink, token)
+    if isinstance(run, TraceResult):
+        return run
+    outcome = run.outcome
+    reproduced = reproduces(outcome) if reproduces is not None else None
+    method, opened, reason, order, reached = _read_log(run, tree, forbidden)
+    found = (method, opened, reason, run.duration, outcome.exit_code, reproduced, reached)
+    return TraceResult(*found, tuple(order), run.coverage)
+
+
+@dataclass(frozen=True, slots=True)
+class _TracedRun:
+    """What one traced run left: its outcome (stderr without the in-band log) and the log."""
+
+    outcome: Outcome
+    duration: float
+    #: The log's files (``method``, ``root``, ``log``), or None when it was lost.
+    files: Mapping[str, bytes] | None
+    #: Why the log is missing, should ``files`` lack it.
+    lost: str
+    coverage: dict[str, FileCoverage] | None
+
+
+def _make_sink(runner: Runner, in_band: bool | None) -> str | None:
+    """The host directory the log is written to, or None when it comes back on stderr."""
+    # A cluster worker's host runner writes on its own machine: the log comes back in band.
+    remote = runner.describe().get("dispatch_engine") is not None
+    band = (runner.backend != "host" or remote) if in_band is None else in_band
+    if not band:
+        reap_stale(Path(tempfile.gettempdir()), "repomin-trace-")
+    return None if band else tempfile.mkdtemp(prefix=f"repomin-trace-{os.getpid()}-")
+
+
+def _run_traced(
+    runner: Runner, tree: Tree, request: RunRequest, sink: str | None, token: str
+) -> _TracedRun | TraceResult:
+    """Run ``request`` and collect its log (removing ``sink`` after); a failed run's result."""
     started = time.monotonic()
     coverage: dict[str, FileCoverage] | None = None
     try:
@@ -211,30 +243,30 @@ def trace_opened_files(
         workdir=outcome.workdir,
         infrastructure_error=outcome.infrastructure_error,
     )
-    reproduced = reproduces(clean) if reproduces is not None else None
-    reached: str | None = None
+    return _TracedRun(clean, duration, files, lost, coverage)
 
-    def result(
-        method: str, opened: frozenset[str] | None, reason: str, order: Sequence[str] = ()
-    ) -> TraceResult:
-        found = (method, opened, reason, duration, outcome.exit_code, reproduced, reached)
-        return TraceResult(*found, tuple(order), coverage)
 
+def _read_log(
+    run: _TracedRun, tree: Tree, forbidden: Sequence[str]
+) -> tuple[str, frozenset[str] | None, str, Sequence[str], str | None]:
+    """The run's log read: (method, paths opened, reason, their order, first forbidden path)."""
+    outcome, files = run.outcome, run.files
     if outcome.infrastructure_error is not None:
-        return result("unavailable", None, f"backend error: {outcome.infrastructure_error}")
+        return "unavailable", None, f"backend error: {outcome.infrastructure_error}", (), None
     if outcome.timed_out:
-        return result("unavailable", None, "the traced run timed out")
+        return "unavailable", None, "the traced run timed out", (), None
     if files is None or "method" not in files:
-        return result("unavailable", None, lost)
+        return "unavailable", None, run.lost, (), None
     method = files.get("method", b"").strip().decode("ascii", "replace")
     roots = _roots(files, outcome.workdir)
     if method == "none" or method not in ("strace", "atime"):
         why = "neither strace nor access times are available in the sample's environment"
-        return result("unavailable", None, why)
+        return "unavailable", None, why, (), None
     if not roots:
-        return result("unavailable", None, "the sample's working directory is unknown")
+        return "unavailable", None, "the sample's working directory is unknown", (), None
     body = files.get("log", b"")
     order: list[str] = []
+    reached: str | None = None
     if method == "strace":
         order = strace_order(body.splitlines(), roots)
         opened = set(order)
@@ -244,7 +276,7 @@ def trace_opened_files(
     reason = (
         f"{method}: the command touched {len(_in_tree(opened, tree))} of {tree.file_count} files"
     )
-    return result(method, frozenset(opened), reason, order)
+    return method, frozenset(opened), reason, order, reached
 
 
 def _roots(files: Mapping[str, bytes] | None, workdir: str | None) -> list[str]:
