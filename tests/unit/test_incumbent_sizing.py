@@ -190,7 +190,9 @@ def test_a_killed_reduction_resumes_with_the_persisted_rate_evidence(
     for name, text in FILES.items():
         (src / name).write_text(text)
     spec = FailureSpec(match="BUG")
-    options = ReduceOptions(src=src, output=tmp_path / "out", command="fake", spec=spec)
+    options = ReduceOptions(
+        src=src, output=tmp_path / "out", command="fake", spec=spec, user_shell_runs=0
+    )
     runner, session = _killed_flaky_reduction(options)
     stored = session.load_baseline()
     assert stored is not None

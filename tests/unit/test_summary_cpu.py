@@ -56,6 +56,7 @@ def options(tmp_path: Path, command: str = "fake") -> ReduceOptions:
         jobs=1,
         timeout=60.0,
         use_session=False,
+        user_shell_runs=0,
     )
 
 

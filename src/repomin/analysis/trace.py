@@ -82,6 +82,10 @@ class TraceResult:
     #: Node's V8 coverage of the run's files (``repomin.analysis.v8coverage``; host log only), or
     # None.
     coverage: Mapping[str, FileCoverage] | None = None
+    #: Paths outside the tree the run named (strace, host log only), each once in log order,
+    #: with whether its first call found it: ``~/...`` under the sample's HOME, else absolute.
+    #: What the user's own shell may see differently (:mod:`repomin.app.user_shell`).
+    outside: tuple[tuple[str, bool], ...] = ()
 
     @property
     def usable(self) -> bool:
@@ -109,7 +113,7 @@ def wrapper_script(command: str, sink: str | None, token: str, methods: Sequence
     script = f"""
 __rm_d={directory}
 mkdir -p "$__rm_d" || exit 125
-pwd > "$__rm_d/root"; pwd -P >> "$__rm_d/root"
+pwd > "$__rm_d/root"; pwd -P >> "$__rm_d/root"; printf '%s\n' "$HOME" > "$__rm_d/home"
 {cover}if {strace}; then
   echo strace > "$__rm_d/method"
   strace -f -qq --seccomp-bpf -e trace=%file -o /dev/null true >/dev/null 2>&1 \\
@@ -184,7 +188,16 @@ def trace_opened_files(
     reproduced = reproduces(outcome) if reproduces is not None else None
     method, opened, reason, order, reached = _read_log(run, tree, forbidden)
     found = (method, opened, reason, run.duration, outcome.exit_code, reproduced, reached)
-    return TraceResult(*found, tuple(order), run.coverage)
+    outside = _outside(run) if method == "strace" else ()
+    return TraceResult(*found, tuple(order), run.coverage, outside)
+
+
+def _outside(run: _TracedRun) -> tuple[tuple[str, bool], ...]:
+    """The log's accesses outside the tree (see :attr:`TraceResult.outside`)."""
+    files = run.files or {}
+    home = files.get("home", b"").decode("utf-8", "surrogateescape").strip()
+    roots = _roots(files, run.outcome.workdir)
+    return outside_accesses(files.get("log", b"").splitlines(), roots, home or None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,7 +301,7 @@ def _roots(files: Mapping[str, bytes] | None, workdir: str | None) -> list[str]:
 
 def _read_sink(sink: Path) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
-    for name in ("method", "root", "log"):
+    for name in ("method", "root", "home", "log"):
         try:
             out[name] = (sink / name).read_bytes()
         except OSError:
@@ -405,6 +418,43 @@ def first_access_under(lines: Iterable[bytes], roots: Sequence[str]) -> str | No
             if norm == root or norm.startswith(root.rstrip("/") + "/"):
                 return norm
     return None
+
+
+#: A logged call's result: ``= 3``, ``= 0`` (found) or ``= -1 ENOENT`` (not there).
+_RESULT = re.compile(rb"\)\s+=\s+(-?\d+)(?:\s+([A-Z]+))?")
+
+#: At most this many outside paths are kept (a run can name thousands of system files).
+OUTSIDE_LIMIT = 2000
+
+
+def outside_accesses(
+    lines: Iterable[bytes], roots: Sequence[str], home: str | None
+) -> tuple[tuple[str, bool], ...]:
+    """Absolute paths a logged call named outside ``roots`` (the tree), each once in log order,
+    with whether that first call found it (a result >= 0; ``ENOENT``/``ENOTDIR``: not found;
+    any other error says nothing and is skipped). A path under ``home`` is written ``~/...``."""
+    prefixes = [os.path.normpath(r).rstrip("/") + "/" for r in roots if r.startswith("/")]
+    home_prefix = os.path.normpath(home).rstrip("/") + "/" if home else None
+    seen: dict[str, bool] = {}
+    for line in lines:
+        m, result = _CALL.match(line), _RESULT.search(line)
+        if m is None or result is None or len(seen) >= OUTSIDE_LIMIT:
+            continue
+        found = int(result.group(1)) >= 0
+        if not found and result.group(2) not in (b"ENOENT", b"ENOTDIR"):
+            continue
+        path = os.fsdecode(_unescape(m.group(2)))
+        if not path.startswith("/"):
+            if m.group(1) is None:
+                continue
+            path = os.fsdecode(_unescape(m.group(1))) + "/" + path
+        norm = os.path.normpath(path)
+        if any((norm + "/").startswith(p) for p in prefixes):
+            continue
+        if home_prefix and (norm + "/").startswith(home_prefix):
+            norm = "~/" + norm[len(home_prefix) :] if norm + "/" != home_prefix else "~"
+        seen.setdefault(norm, found)
+    return tuple(seen.items())
 
 
 def atime_paths(lines: Iterable[bytes]) -> set[str]:

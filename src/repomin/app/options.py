@@ -55,6 +55,9 @@ class ReduceOptions:
     semantic: SemanticConfig | None = None
     #: ``--keep-rate``: reject candidates whose rate is significantly above the baseline's.
     keep_rate: bool = False
+    #: ``--user-shell-runs``: runs of the payload in the user's own shell before export (0:
+    #: skipped; not part of the session configuration).
+    user_shell_runs: int = 3
     #: ``--allow-src-access``: proceed when a visible SRC was reached by its absolute path.
     allow_src_access: bool = False
     #: ``--cluster``: samples run on a Dask cluster (not part of the session configuration,
@@ -67,6 +70,8 @@ class ReduceOptions:
             raise UsageError(f"--timeout {self.timeout} must be positive (seconds)")
         if self.jobs < 1:
             raise UsageError(f"--jobs {self.jobs} must be at least 1")
+        if self.user_shell_runs < 0:
+            raise UsageError(f"--user-shell-runs {self.user_shell_runs} must be 0 or more")
         unknown = [p for p in self.schedule if p not in REGISTRY]
         if unknown:
             raise UsageError(

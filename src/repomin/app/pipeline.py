@@ -29,6 +29,7 @@ from repomin.app.options import ReduceOptions
 from repomin.app.progress import Progress
 from repomin.app.selection import Selection, SelectionOptions, select
 from repomin.app.session import Session, StoredBaseline
+from repomin.app.user_shell import ShellCheck, check_in_user_shell, plan, user_environment
 from repomin.errors import BaselineError, Interrupted, ReproMinError
 from repomin.passes.instances import pass_instances
 from repomin.report import execution as rx
@@ -296,6 +297,41 @@ def validate_stage(ctx: Context, searched: ReductionResult) -> rx.FinalRuns:
     return final
 
 
+def user_shell_stage(
+    ctx: Context, searched: ReductionResult, final: rx.FinalRuns, trace: TraceResult
+) -> ShellCheck:
+    """The payload's command in the user's own shell, after the final test, before export
+    (:mod:`repomin.app.user_shell`); skipped where the samples' environment is not the
+    user's shell (Docker, a cluster) or there is no passed final test to compare with."""
+    options = ctx.options
+    if options.user_shell_runs == 0:
+        return ShellCheck("disabled", reason="--user-shell-runs 0")
+    if searched.stop_reason == "interrupted":
+        return ShellCheck("skipped", reason="the reduction was interrupted")
+    if ctx.runner.backend != "host":
+        why = "the samples ran in a Docker image: that is where the payload reproduces"
+        return ShellCheck("skipped", reason=why)
+    if ctx.runner.describe().get("dispatch_engine") is not None:
+        return ShellCheck("skipped", reason="the samples ran on cluster workers")
+    if not final.runs or not final.passed:
+        return ShellCheck("skipped", reason="the final test did not pass")
+    planned = plan(options.user_shell_runs, final.passes, final.runs, options.sampling.confidence)
+    ctx.progress.stage("your shell", planned[0])
+    check = check_in_user_shell(
+        searched.tree,
+        options.command,
+        reproduces=ctx.oracle.contract.reproduces,
+        planned=planned,
+        env=user_environment(options.env),
+        timeout=options.timeout,
+        outside=trace.outside,
+        stop=ctx.stop.is_set,
+    )
+    if check.failed:
+        ctx.progress.notice(f"the payload does not reproduce in your shell: {check.reason}")
+    return check
+
+
 def export_stage(ctx: Context, tree: Tree) -> Fingerprint:
     fp = export_payload(tree, ctx.options.output)
     rx.export_event(ctx.ledger, fp.files, fp.bytes)
@@ -341,6 +377,7 @@ def report_stage(
     *,
     access: SourceAccess | None = None,
     keep: KeepRate | None = None,
+    shell: ShellCheck | None = None,
 ) -> dict[str, Any]:
     options = ctx.options
     alpha = round(1 - options.sampling.confidence, 12)
@@ -377,5 +414,6 @@ def report_stage(
             execution=execution,
             holdout=holdout,
             slippage=slippage,
+            user_shell=shell.to_json() if shell is not None else None,
         )
     )

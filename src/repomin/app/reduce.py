@@ -151,6 +151,7 @@ def execute(
             access = _source_access(ctx, trace, session)
             keep = _keep_rate(ctx, baselined.baseline)
             searched, final = search_and_validate(ctx, baselined, trace, selected.selection.is_kept)
+            shell = stage.user_shell_stage(ctx, searched, final, trace)
             fp = stage.export_stage(ctx, searched.tree)
             holdout = stage.certify_stage(ctx, searched, fp)
     except BaseException:
@@ -164,7 +165,17 @@ def execute(
     closing.start()
     try:
         report = stage.report_stage(
-            ctx, selected, baselined, trace, searched, final, fp, holdout, access=access, keep=keep
+            ctx,
+            selected,
+            baselined,
+            trace,
+            searched,
+            final,
+            fp,
+            holdout,
+            access=access,
+            keep=keep,
+            shell=shell,
         )
         report_path = _write_sidecar(options, report, searched.tree)
     finally:
@@ -174,6 +185,7 @@ def execute(
     if session is not None:
         shutil.rmtree(session.root, ignore_errors=True)
     ok = (final.passed or not final.runs) and holdout["status"] in ("not_requested", "certified")
+    ok = ok and not shell.failed  # the payload must reproduce where the user runs it
     return ReduceResult(report, report_path, 0 if ok else 1)
 
 

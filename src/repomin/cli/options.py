@@ -260,6 +260,15 @@ class ReduceArgs(ClusterArgs):
         help="How trees reach the container (auto: bind when the engine is local).",
     )
     keep_rate: bool = flag("--keep-rate", help=_KEEP_RATE)
+    user_shell_runs: int = opt(
+        "--user-shell-runs",
+        type=int,
+        default=3,
+        show_default=True,
+        help="Before export, run the payload's command N times in your own shell (your HOME "
+        "and environment); exit 1 if it does not reproduce there. 0: skip (your environment "
+        "is not safe to run in).",
+    )
     allow_src_access: bool = flag("--allow-src-access", help=_ALLOW_SRC)
     quiet: bool = flag("--quiet", "-q", help="Print only errors (no live line or summary).")
     verbose: bool = flag("--verbose", "-v", help="Also print every accepted mutation.")
@@ -317,6 +326,7 @@ def to_options(a: ReduceArgs) -> ReduceOptions:
         export_on_interrupt=a.export_on_interrupt,
         semantic=semantic,
         keep_rate=a.keep_rate,
+        user_shell_runs=a.user_shell_runs,
         allow_src_access=a.allow_src_access,
         cluster=cluster,
     )

@@ -43,6 +43,8 @@ class ReportInputs:
     holdout: dict[str, Any] = field(default_factory=lambda: {"status": "not_requested"})
     #: Final/holdout rate against the baseline's (``rate_guard.slippage_record``), additive.
     slippage: dict[str, Any] | None = None
+    #: The payload in the user's own shell (``app.user_shell.ShellCheck``), additive.
+    user_shell: dict[str, Any] | None = None
 
 
 def build_report(inputs: ReportInputs) -> dict[str, Any]:
@@ -78,6 +80,8 @@ def build_report(inputs: ReportInputs) -> dict[str, Any]:
     }
     if inputs.slippage is not None:
         report["slippage"] = inputs.slippage
+    if inputs.user_shell is not None:
+        report["user_shell"] = inputs.user_shell
     mode = inputs.contract.mode
     if mode is not None and inputs.contract.signature is not None:
         report[mode.report_field] = inputs.contract.signature

@@ -161,6 +161,37 @@ def keep_rate_text(report: Mapping[str, Any]) -> str | None:
     )
 
 
+def user_shell_text(report: Mapping[str, Any]) -> str | None:
+    """What running the payload in the user's own shell showed, or None (an older report)."""
+    shell = report.get("user_shell")
+    if not isinstance(shell, dict):
+        return None
+    status, runs, hits = shell["status"], shell["runs"], shell["reproduced"]
+    if status == "reproduced":
+        return (
+            f"In your own shell (your HOME and environment) the payload reproduced the failure "
+            f"in {hits} of {runs} runs."
+        )
+    if status == "not_reproduced":
+        what = "; ".join(shell["differences"]) or "nothing the traced run shows"
+        return (
+            f"The payload does NOT reproduce in your own shell: {shell['reason']}. It reproduces "
+            f"in the samples' environment (the last command below recreates it). What differs: "
+            f"{what}."
+        )
+    if status == "disabled":
+        return "The payload was not run in your own shell (--user-shell-runs 0)."
+    return f"The payload was not run in your own shell: {shell['reason']}."
+
+
+def user_shell_command(report: Mapping[str, Any], payload: str) -> str:
+    """Run the recorded command on a fresh copy of ``payload`` in the reader's own shell."""
+    return (
+        f'd=$(mktemp -d) && cp -a {shlex.quote(payload)}/. "$d" '
+        f'&& (cd "$d" && sh -c {shlex.quote(report["command"])})'
+    )
+
+
 def _file_lines(files: Sequence[KeptFile], limit: int, indent: str) -> list[str]:
     width = max((len(f.path) for f in files[:limit]), default=0)
     lines = [
@@ -206,6 +237,7 @@ def render_repomin_md(
         "",
         evidence_sentence(report),
         "",
+        *([user_shell_text(report) or "", ""] if report.get("user_shell") else []),
         *_slippage_section(report),
         "## Kept files",
         "",
@@ -234,7 +266,13 @@ def render_repomin_md(
         f"repomin report validate {sidecar} --payload {payload}",
         "```",
         "",
-        "Or run the command by hand on a copy, in the environment a sample gets"
+        "Run the command by hand on a copy, in your own shell:",
+        "",
+        "```sh",
+        user_shell_command(report, output_name),
+        "```",
+        "",
+        "Or in the environment a sample gets"
         + (" (fill in the `--env` values)" if ex.get("environment_names") else "")
         + (f"; the reduction used the {ex['backend']} backend" if ex["backend"] != "host" else "")
         + ":",
@@ -289,6 +327,10 @@ def render_terminal(
         lines.append(f"repomin: {keep}")
     if slip is not None:
         lines.append(f"repomin: warning: slippage: {slip}")
+    shell = user_shell_text(report)
+    if shell is not None:
+        failed = report["user_shell"]["status"] == "not_reproduced"
+        lines.append(f"repomin: {'warning: ' if failed else ''}your shell: {shell}")
     lines += [
         f"repomin: payload: {payload_abs}",
         f"repomin: report:  {report_abs}",

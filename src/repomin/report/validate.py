@@ -31,6 +31,7 @@ from repomin.report.rules import (
     non_finite,
 )
 from repomin.report.slippage_rules import check_slippage
+from repomin.report.user_shell_rules import check_user_shell
 
 __all__ = [
     "RULES",
@@ -186,6 +187,7 @@ def check_report(data: Any) -> list[Problem]:
     problems += check_holdout(data)
     problems += check_events(data)
     problems += check_slippage(data)
+    problems += check_user_shell(data)
     return problems
 
 

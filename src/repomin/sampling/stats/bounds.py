@@ -85,6 +85,19 @@ def zero_failure_runs(theta: float, alpha: float) -> int:
     return runs
 
 
+def runs_to_see_one(passes: int, runs: int, confidence: float, alpha: float, cap: int) -> int:
+    """Runs after which a failure that reproduced ``passes`` of ``runs`` times would have shown
+    at least once but with probability at most ``alpha``: the zero-failure count for the
+    non-reproduction probability ``1 - L``, ``L`` the exact lower bound on its rate at
+    ``confidence``; at most ``cap`` (then ``(1 - L) ** cap`` is the level reached)."""
+    low = lower_bound(passes, runs, confidence)
+    if low <= 0.0:
+        return cap
+    if low >= 1.0:
+        return 1
+    return min(cap, zero_failure_runs(1.0 - low, alpha))
+
+
 def amplified_rate(p: float, repeats: int) -> float:
     """Pass probability of a super-run of up to ``repeats`` runs that stops at the first pass.
 

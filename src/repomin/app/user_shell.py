@@ -1,0 +1,231 @@
+"""The payload in the user's own shell: does it reproduce where the user will run it?
+
+Every sample runs in a boundary ReproMin made: a fresh copy of the tree, an empty ``HOME`` and
+``TMPDIR``, and only the environment it was given. A payload can reproduce there and not in the
+user's shell -- a cache file the first run writes under ``~`` (``~/.v8flags.*.json``), a
+variable the user has set, a file outside the tree that exists for the user. So, after the
+certified final test and before the payload is exported, :func:`check_in_user_shell` runs the
+payload's command the way the user will type it: ``/bin/sh -c COMMAND`` in one fresh copy of the
+payload (every run in the same directory, as a user reruns it), with the user's own environment
+(their ``HOME``, their variables, plus the ``--env`` values) and the same timeout, one run after
+another. The failure contract judges each run, exactly as it judges samples.
+
+The decision (:func:`decide`):
+
+* a payload whose final runs all reproduced (a deterministic failure) must reproduce in every
+  one of the ``--user-shell-runs`` runs;
+* a flaky payload (some final run did not reproduce) fails the check only when none of
+  ``n = max(runs, ceil(ln α / ln(1 - L)))`` runs reproduces, ``L`` the exact lower bound on the
+  final runs' rate at the run confidence and α = :data:`SHELL_ALPHA` (n at most
+  :data:`MAX_FLAKY_RUNS`): at a rate of at least ``L``, ``P(no run of n reproduces) <= α``, so
+  a flaky failure that behaves in the user's shell as it did in the samples is flagged at most
+  once in a thousand reductions (at the cap, ``(1 - L)^60``).
+
+When the check fails, :func:`differences` names what differs: the traced run's accesses under
+the samples' HOME and outside the tree whose existence is not the same in the user's
+environment now (``~/.v8flags.*.json exists in your HOME; the samples' HOME was empty``), and the
+variables of the user's environment that samples do not see. ``--user-shell-runs 0`` skips the
+check, for users whose own environment is not safe to run in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from repomin.runners.base import Outcome
+from repomin.sampling.stats.bounds import runs_to_see_one
+from repomin.tree import Tree, materialise
+
+#: A flaky payload's check never takes more runs than this.
+MAX_FLAKY_RUNS = 60
+
+#: The level at which a flaky payload's check may flag a failure that behaves the same.
+SHELL_ALPHA = 0.001
+
+#: The names every sample sees (the host runner's implicit environment).
+SAMPLE_NAMES = frozenset({"PATH", "HOME", "TMPDIR", "TMP", "TEMP", "LANG"})
+
+#: At most this many bytes of each output stream are judged.
+OUTPUT_LIMIT = 16 << 20
+
+#: At most this many differences are named.
+MAX_DIFFERENCES = 12
+
+
+@dataclass(frozen=True, slots=True)
+class ShellCheck:
+    """The report's ``user_shell`` record.
+
+    ``status``: ``reproduced``, ``not_reproduced``, ``skipped`` (not applicable here: ``reason``
+    says why) or ``disabled`` (``--user-shell-runs 0``).
+    """
+
+    status: str
+    planned_runs: int = 0
+    runs: int = 0
+    reproduced: int = 0
+    required: int = 0
+    reason: str = ""
+    differences: tuple[str, ...] = ()
+    outcomes: tuple[str, ...] = ()
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "not_reproduced"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "planned_runs": self.planned_runs,
+            "runs": self.runs,
+            "reproduced": self.reproduced,
+            "required": self.required,
+            "reason": self.reason,
+            "differences": list(self.differences),
+            "outcomes": list(self.outcomes),
+        }
+
+
+def plan(runs: int, final_passes: int, final_runs: int, confidence: float) -> tuple[int, int]:
+    """``(planned runs, runs that must reproduce)`` for a payload with these final counts."""
+    if runs <= 0 or final_runs <= 0:
+        return 0, 0
+    if final_passes >= final_runs:
+        return runs, runs
+    if final_passes <= 0:
+        return 0, 0
+    needed = runs_to_see_one(final_passes, final_runs, confidence, SHELL_ALPHA, MAX_FLAKY_RUNS)
+    return max(runs, needed), 1
+
+
+def decide(reproduced: int, runs: int, required: int) -> str:
+    """``reproduced`` once at least ``required`` of the ``runs`` runs reproduced."""
+    return "reproduced" if runs > 0 and reproduced >= required else "not_reproduced"
+
+
+def user_environment(explicit: Mapping[str, str]) -> dict[str, str]:
+    """The environment the user's shell gives the command: theirs, plus the ``--env`` values."""
+    return {**os.environ, **explicit}
+
+
+def run_once(command: str, cwd: Path, env: Mapping[str, str], timeout: float) -> Outcome:
+    """One run of ``command`` as the user types it, killed with its process group on timeout."""
+    started = time.monotonic()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
+        timed_out = False
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        out.seek(0)
+        err.seek(0)
+        code = -signal.SIGKILL if timed_out else proc.returncode
+        return Outcome(  # as the host runner reports a sample: a signal is a negative code
+            exit_code=code,
+            stdout=out.read(OUTPUT_LIMIT),
+            stderr=err.read(OUTPUT_LIMIT),
+            duration=time.monotonic() - started,
+            timed_out=timed_out,
+            signal=-code if code < 0 else None,
+            workdir=str(cwd),
+        )
+
+
+def differences(
+    outside: Sequence[tuple[str, bool]], env: Mapping[str, str], home: str | None = None
+) -> tuple[str, ...]:
+    """What the user's environment has that the samples' did not (see the module docstring)."""
+    home = home if home is not None else os.path.expanduser("~")
+    found: list[str] = []
+    for path, existed in outside:
+        here = os.path.join(home, path[2:]) if path.startswith("~/") else path
+        if path == "~" or os.path.lexists(here) == existed:
+            continue
+        where = "your HOME" if path.startswith("~/") else "your file system"
+        if existed:
+            found.append(f"{path} is missing in {where} (the samples found it)")
+        elif path.startswith("~/"):
+            found.append(f"{path} exists in your HOME (the samples' HOME was empty)")
+        else:
+            found.append(f"{path} exists in {where} (the samples did not find it)")
+    extra = sorted(n for n in env if n not in SAMPLE_NAMES)
+    if extra:
+        shown = ", ".join(extra[:8]) + (f" and {len(extra) - 8} more" if len(extra) > 8 else "")
+        found.append(f"your environment sets {len(extra)} variables samples do not see: {shown}")
+    return tuple(found[:MAX_DIFFERENCES])
+
+
+def check_in_user_shell(
+    tree: Tree,
+    command: str,
+    *,
+    reproduces: Callable[[Outcome], bool],
+    planned: tuple[int, int],
+    env: Mapping[str, str],
+    timeout: float,
+    outside: Sequence[tuple[str, bool]] = (),
+    on_run: Callable[[], None] | None = None,
+    stop: Callable[[], bool] = lambda: False,
+) -> ShellCheck:
+    """Run the payload ``planned[0]`` times in the user's shell (see the module docstring)."""
+    runs, required = planned
+    workdir = Path(tempfile.mkdtemp(prefix="repomin-your-shell-"))
+    outcomes: list[str] = []
+    try:
+        payload = workdir / "payload"
+        payload.mkdir()
+        materialise(tree, payload)
+        for _ in range(runs):
+            if stop():
+                break
+            outcome = run_once(command, payload, env, timeout)
+            outcomes.append(_describe(outcome, reproduces(outcome)))
+            if on_run is not None:
+                on_run()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    done = len(outcomes)
+    hits = sum(1 for o in outcomes if o == "reproduced")
+    if done < runs:
+        return ShellCheck("skipped", runs, done, hits, required, "interrupted", (), tuple(outcomes))
+    status = decide(hits, done, required)
+    found = differences(outside, env) if status == "not_reproduced" else ()
+    reason = (
+        f"{hits} of {done} runs in your shell reproduced the failure ({required} needed)"
+        if status == "not_reproduced"
+        else ""
+    )
+    return ShellCheck(status, runs, done, hits, required, reason, found, tuple(outcomes))
+
+
+def _describe(outcome: Outcome, matched: bool) -> str:
+    if matched:
+        return "reproduced"
+    if outcome.timed_out:
+        return "timed out"
+    if outcome.signal is not None:
+        return f"did not reproduce (signal {outcome.signal})"
+    return f"did not reproduce (exit {outcome.exit_code})"
