@@ -53,6 +53,15 @@ class Case:
     quick_tools: tuple[str, ...] | None = None
     #: Extra ``repomin reduce`` options the case needs (e.g. ``--no-default-ignores``).
     repomin_args: tuple[str, ...] = ()
+    #: What kind of real case this is (``python-import``, ``npm``, ``java``, ``c``, ...).
+    kind: str = "generated"
+    #: The hand-made minimum: writes it into ``dest`` from the unreduced tree ``source``.
+    expert: Callable[[Path, Path], None] | None = None
+    #: Files and bytes of that minimum (checked against ``expert`` by ``real_cases.py``).
+    expert_files: int | None = None
+    expert_bytes: int | None = None
+    #: What the minimum holds, in a sentence.
+    expert_note: str = ""
 
     def cap(self, quick: bool) -> float:
         return self.cap_quick if quick else self.cap_full
