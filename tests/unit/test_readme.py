@@ -1,4 +1,6 @@
-"""README says what the code does: defaults, quick start, environment, completion."""
+"""README and docs/usage.md say what the code does: defaults, quick start, environment,
+completion. The quick start and completion live in README; the option tables, the environment
+and the tools in docs/usage.md."""
 
 from __future__ import annotations
 
@@ -18,13 +20,14 @@ from repomin.runners.host import IMPLICIT_ENVIRONMENT
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+USAGE = (ROOT / "docs" / "usage.md").read_text(encoding="utf-8")
 _TICKED = re.compile(r"`([^`]+)`")
 
 
-def section(title: str) -> str:
-    start = README.index(f"\n## {title}\n")
-    end = README.find("\n## ", start + 1)
-    return README[start : end if end != -1 else None]
+def section(title: str, doc: str = README) -> str:
+    start = doc.index(f"\n## {title}\n")
+    end = doc.find("\n## ", start + 1)
+    return doc[start : end if end != -1 else None]
 
 
 def table_after(text: str, marker: str) -> dict[frozenset[str], tuple[str, str]]:
@@ -104,7 +107,7 @@ def check_table(command: click.Command, rows: dict[frozenset[str], tuple[str, st
 
 def test_reduce_defaults_match_the_parser() -> None:
     reduce_cmd = cli.commands["reduce"]
-    rows = table_after(section("Defaults"), "Every default of `repomin reduce`")
+    rows = table_after(section("Defaults", USAGE), "Every default of `repomin reduce`")
     check_table(reduce_cmd, rows)
     assert f"`{','.join(DEFAULT_SCHEDULE)}`" == rows[frozenset({"--passes"})][1]
     listed = _TICKED.findall(rows[frozenset({"--no-default-ignores"})][1])
@@ -114,13 +117,13 @@ def test_reduce_defaults_match_the_parser() -> None:
 def test_replay_defaults_match_the_parser() -> None:
     report = cli.get_command(click.Context(cli), "report")  # loaded on first use
     assert isinstance(report, click.Group)
-    rows = table_after(section("Defaults"), "Defaults of `repomin report replay`")
+    rows = table_after(section("Defaults", USAGE), "Defaults of `repomin report replay`")
     check_table(report.commands["replay"], rows)
 
 
 def test_a_wrong_default_is_caught() -> None:
     reduce_cmd = cli.commands["reduce"]
-    rows = table_after(section("Defaults"), "Every default of `repomin reduce`")
+    rows = table_after(section("Defaults", USAGE), "Every default of `repomin reduce`")
     rows[frozenset({"--timeout"})] = ("`61`", "")
     with pytest.raises(AssertionError, match="--timeout: README says '61'"):
         check_table(reduce_cmd, rows)
@@ -144,7 +147,7 @@ def test_quick_start_is_two_fresh_machine_commands_in_sync_with_ci() -> None:
 
 
 def test_environment_names_are_documented() -> None:
-    usage = section("Usage")
+    usage = section("Environment", USAGE)
     for name in IMPLICIT_ENVIRONMENT:
         assert f"`{name}" in usage, name
     assert "`--env NAME=VALUE`" in usage
@@ -164,7 +167,7 @@ def test_completion_command_works() -> None:
 
 
 def test_docker_setup_scripts_named_in_readme_exist() -> None:
-    tools = section("Tools used when present")
+    tools = section("Tools used when present", USAGE)
     for script in (".ci/docker-setup.sh", "docker/build-test-images.sh"):
         assert f"bash {script} --python" in tools
         assert (ROOT / script).is_file()
