@@ -15,7 +15,7 @@ import fnmatch
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -126,16 +126,36 @@ def select(src: Path, options: SelectionOptions) -> Selection:
     if not src.is_dir():
         raise UsageError(f"SRC {str(src)!r} is not a directory; pass the repository directory")
     root = src.resolve()
-    ignored_paths = set(options.ignored_paths)
-    entries: dict[str, Entry] = {}
-    gitignores: list[str] = []
-    skipped = 0
+    walker = _Walker(options, set(options.ignored_paths))
+    walker.walk(root, "", _GitIgnore())
+    tree = Tree.of(walker.entries)
+    for keep in options.keep_paths:
+        if keep not in tree and not tree.under(keep):
+            raise UsageError(
+                f"--keep {keep!r} is not in the selected tree (missing or ignored); fix the path "
+                "relative to SRC"
+            )
+    return Selection(tree, options, tuple(walker.gitignores), walker.skipped)
 
-    def name_ignored(name: str) -> bool:
-        return any(name == pat or fnmatch.fnmatchcase(name, pat) for pat in options.ignored_names)
 
-    def walk(directory: Path, rel_dir: str, rules: _GitIgnore) -> bool:
-        nonlocal skipped
+@dataclass(slots=True)
+class _Walker:
+    """One walk over SRC: the entries it selects, the ``.gitignore`` files it read, the
+    number of entries it skipped."""
+
+    options: SelectionOptions
+    ignored_paths: set[str]
+    entries: dict[str, Entry] = field(default_factory=dict)
+    gitignores: list[str] = field(default_factory=list)
+    skipped: int = 0
+
+    def name_ignored(self, name: str) -> bool:
+        return any(
+            name == pat or fnmatch.fnmatchcase(name, pat) for pat in self.options.ignored_names
+        )
+
+    def walk(self, directory: Path, rel_dir: str, rules: _GitIgnore) -> bool:
+        """Select ``directory``'s children; whether any of them was selected."""
         try:
             children = sorted(os.scandir(directory), key=lambda d: d.name)
         except OSError as exc:
@@ -143,67 +163,68 @@ def select(src: Path, options: SelectionOptions) -> Selection:
                 f"cannot read directory {rel_dir or '.'!r}: {exc.strerror}; make it readable "
                 "or exclude it with --ignore-path"
             ) from None
-        if options.use_gitignore:
-            gi = directory / ".gitignore"
-            if gi.is_file() and not gi.is_symlink():
-                try:
-                    lines = gi.read_text(encoding="utf-8", errors="replace").splitlines()
-                except OSError as exc:
-                    raise SelectionError(
-                        f"cannot read {_join(rel_dir, '.gitignore')!r}: {exc.strerror}; make it "
-                        "readable or pass --no-gitignore"
-                    ) from None
-                gitignores.append(_join(rel_dir, ".gitignore"))
-                rules = rules.child(rel_dir, pathspec.GitIgnoreSpec.from_lines(lines))
+        if self.options.use_gitignore:
+            rules = self.gitignore_rules(directory, rel_dir, rules)
         any_child = False
         for child in children:
-            rel = _join(rel_dir, child.name)
-            if name_ignored(child.name) or rel in ignored_paths:
-                skipped += 1
-                continue
-            try:
-                st = child.stat(follow_symlinks=False)
-            except OSError as exc:
-                raise SelectionError(
-                    f"cannot stat {rel!r}: {exc.strerror}; exclude it with --ignore-path {rel}"
-                ) from None
-            is_dir = stat.S_ISDIR(st.st_mode)
-            if rules.layers and rules.ignored(rel, is_dir):
-                skipped += 1
-                continue
-            any_child = True
-            if stat.S_ISLNK(st.st_mode):
-                entries[rel] = _symlink_entry(Path(child.path), rel, st.st_mtime_ns)
-            elif is_dir:
-                if not walk(Path(child.path), rel, rules):
-                    entries[rel] = Entry("dir", b"", stat.S_IMODE(st.st_mode))
-            elif stat.S_ISREG(st.st_mode):
-                try:
-                    data = Path(child.path).read_bytes()
-                except OSError as exc:
-                    raise SelectionError(
-                        f"cannot read {rel!r}: {exc.strerror}; make it readable or exclude it "
-                        f"with --ignore-path {rel}"
-                    ) from None
-                entries[rel] = Entry(
-                    "file", data, stat.S_IMODE(st.st_mode), is_text(data), st.st_mtime_ns
-                )
-            else:
-                raise SelectionError(
-                    f"{rel!r} is a device, FIFO or socket, which ReproMin does not copy; exclude "
-                    f"it with --ignore-path {rel}"
-                )
+            any_child = self.add(child, rel_dir, rules) or any_child
         return any_child
 
-    walk(root, "", _GitIgnore())
-    tree = Tree.of(entries)
-    for keep in options.keep_paths:
-        if keep not in tree and not tree.under(keep):
-            raise UsageError(
-                f"--keep {keep!r} is not in the selected tree (missing or ignored); fix the path "
-                "relative to SRC"
+    def gitignore_rules(self, directory: Path, rel_dir: str, rules: _GitIgnore) -> _GitIgnore:
+        """``rules`` with ``directory``'s own ``.gitignore`` (if any) on top."""
+        gi = directory / ".gitignore"
+        if gi.is_file() and not gi.is_symlink():
+            try:
+                lines = gi.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError as exc:
+                raise SelectionError(
+                    f"cannot read {_join(rel_dir, '.gitignore')!r}: {exc.strerror}; make it "
+                    "readable or pass --no-gitignore"
+                ) from None
+            self.gitignores.append(_join(rel_dir, ".gitignore"))
+            rules = rules.child(rel_dir, pathspec.GitIgnoreSpec.from_lines(lines))
+        return rules
+
+    def add(self, child: os.DirEntry[str], rel_dir: str, rules: _GitIgnore) -> bool:
+        """Select one child of ``rel_dir`` (a directory with its subtree); False if ignored."""
+        rel = _join(rel_dir, child.name)
+        if self.name_ignored(child.name) or rel in self.ignored_paths:
+            self.skipped += 1
+            return False
+        try:
+            st = child.stat(follow_symlinks=False)
+        except OSError as exc:
+            raise SelectionError(
+                f"cannot stat {rel!r}: {exc.strerror}; exclude it with --ignore-path {rel}"
+            ) from None
+        is_dir = stat.S_ISDIR(st.st_mode)
+        if rules.layers and rules.ignored(rel, is_dir):
+            self.skipped += 1
+            return False
+        if stat.S_ISLNK(st.st_mode):
+            self.entries[rel] = _symlink_entry(Path(child.path), rel, st.st_mtime_ns)
+        elif is_dir:
+            if not self.walk(Path(child.path), rel, rules):
+                self.entries[rel] = Entry("dir", b"", stat.S_IMODE(st.st_mode))
+        elif stat.S_ISREG(st.st_mode):
+            self.entries[rel] = _file_entry(Path(child.path), rel, st)
+        else:
+            raise SelectionError(
+                f"{rel!r} is a device, FIFO or socket, which ReproMin does not copy; exclude "
+                f"it with --ignore-path {rel}"
             )
-    return Selection(tree, options, tuple(gitignores), skipped)
+        return True
+
+
+def _file_entry(path: Path, rel: str, st: os.stat_result) -> Entry:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SelectionError(
+            f"cannot read {rel!r}: {exc.strerror}; make it readable or exclude it "
+            f"with --ignore-path {rel}"
+        ) from None
+    return Entry("file", data, stat.S_IMODE(st.st_mode), is_text(data), st.st_mtime_ns)
 
 
 def _join(base: str, name: str) -> str:
