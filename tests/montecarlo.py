@@ -109,7 +109,8 @@ def reduce_once(
         (src / name).write_text(text)
     config = SamplingConfig(**sampling)
     options = ReduceOptions(
-        src=src, output=root / "out", command="fake", user_shell_runs=0, spec=FailureSpec(match="BUG"),
+        src=src, output=root / "out", command="fake", spec=FailureSpec(match="BUG"),
+        user_shell_runs=0,
         sampling=config, jobs=jobs,
     )
     runner = BernoulliRunner(seed, config)
