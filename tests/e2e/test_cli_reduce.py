@@ -189,7 +189,12 @@ def test_low_baseline_rate_aborts(tmp_path: Path) -> None:
         "--jobs",
         "1",
     )
-    assert code == 2 and "reproduced 3/10 runs" in err and "below --min-baseline-rate" in err
+    # 9 of 10 passes are needed for a lower bound of 0.5: after two runs that did not
+    # reproduce, the rejection is certain and the baseline stops.
+    assert code == 2 and "matched the failure in 0/2 runs" not in err
+    assert "did not reproduce the failure in any of 2 baseline runs (stopped after 2 of 10" in err
+    assert "below --min-baseline-rate 0.5" in err
+    assert counter.read_text().strip() == "2"
     assert not (tmp_path / "out").exists()
 
 

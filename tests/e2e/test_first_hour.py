@@ -96,7 +96,11 @@ def test_typo_in_match_is_shown_at_the_first_run(tmp_path: Path) -> None:
     assert runs_when_shown < 5  # shown before the baseline finished
     assert "repomin:   | KeyError: 'root'\n" in rest
     final = rest.strip().splitlines()[-1]
-    assert final.startswith("repomin: error: the command did not reproduce the failure in any of 5")
+    # 3 of 5 passes are needed for a lower bound of 0.1: the baseline stops after 3 misses
+    assert final.startswith(
+        "repomin: error: the command did not reproduce the failure in any of 3 baseline runs "
+        "(stopped after 3 of 5"
+    )
     assert "first failing baseline run: exit code 1, --match 'KeyErorr' not found" in final
     assert not (tmp_path / "out").exists()
 
@@ -151,6 +155,8 @@ def test_live_display_moves_during_a_5s_run(tmp_path: Path) -> None:
         "BUG",
         "--baseline-runs",
         "1",
+        "--min-baseline-rate",  # one run can reach a lower bound of 0.05, not the default 0.1
+        "0.05",
         "--jobs",
         "1",
         "--no-trace",

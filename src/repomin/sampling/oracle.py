@@ -197,21 +197,48 @@ class Oracle:
     # -- baseline ----------------------------------------------------------------------------
 
     def run_baseline(self, tree: Tree, jobs: int | None = None) -> Baseline:
-        """Run the baseline, pin the signature, learn the policy. Raises BaselineError."""
-        n = self._config.baseline_runs
+        """Run the baseline, pin the signature, learn the policy. Raises BaselineError.
 
-        def one(i: int) -> Outcome:
+        The baseline stops early once its rejection is certain: when the runs that matched so
+        far plus every run not yet finished cannot reach the fewest passes whose lower bound
+        meets ``--min-baseline-rate`` (``stats.fewest_passes``). A matching run is an upper
+        bound on a reproducing one (the signature is pinned from the runs afterwards), so no
+        baseline that could pass is ever cut short, and a passing baseline always has all its
+        runs: the policy (θ, the mode) is learnt from the full count, exactly as before."""
+        n, c = self._config.baseline_runs, self._config.confidence
+        needed = stats.fewest_passes(n, c, self._config.min_baseline_rate)
+        if needed > n:
+            raise BaselineError(
+                f"--min-baseline-rate {self._config.min_baseline_rate} cannot be reached with "
+                f"{n} baseline runs (even {n}/{n} gives a lower bound of "
+                f"{stats.lower_bound(n, n, c):.3f} at confidence {c}); raise --baseline-runs or "
+                "lower --min-baseline-rate"
+            )
+        curtail = _Curtailment(n, needed)
+
+        def one(i: int) -> Outcome | None:
+            if curtail.certain():
+                return None
             outcome = self.sample(tree, f"baseline-{i}", phase=None, budgeted=False)
+            matched = self._contract.base_matches(outcome)
             if self._hooks.on_baseline_run is not None:
-                self._hooks.on_baseline_run(i, outcome, self._contract.base_matches(outcome))
+                self._hooks.on_baseline_run(i, outcome, matched)
+            curtail.record(matched)
             return outcome
 
-        outcomes = map_samples(one, n, jobs or self._jobs)
+        ran = map_samples(one, n, jobs or self._jobs)
+        outcomes = [o for o in ran if o is not None]
+        if len(outcomes) < n:
+            raise BaselineError(_curtailed_message(outcomes, curtail, self._config))
+        return self._learn_baseline(outcomes)
+
+    def _learn_baseline(self, outcomes: list[Outcome]) -> Baseline:
+        """Pin the signature from every baseline run, judge them, learn the policy."""
+        n, c = len(outcomes), self._config.confidence
         self._contract = self._contract.learn(list(outcomes))
         verdicts = [self._contract.reproduces(o) for o in outcomes]
         passes = sum(verdicts)
         timeouts = sum(o.timed_out for o in outcomes)
-        c = self._config.confidence
         lower = stats.lower_bound(passes, n, c)
         exit_code = next((o.exit_code for o, v in zip(outcomes, verdicts, strict=True) if v), None)
         if exit_code is None and outcomes:
@@ -220,14 +247,9 @@ class Oracle:
             passes, n, lower, stats.upper_bound(passes, n, c), exit_code, timeouts, tuple(outcomes)
         )
         if passes == 0:
-            hint = (
-                f" ({timeouts} of {n} runs timed out; raise --timeout)"
-                if timeouts
-                else f" (last exit code {outcomes[-1].exit_code})"
-            )
             raise BaselineError(
-                f"the command did not reproduce the failure in any of {n} baseline runs{hint}; "
-                "check --command, --match/--exit-code and --env"
+                f"the command did not reproduce the failure in any of {n} baseline runs"
+                f"{_baseline_hint(outcomes)}; check --command, --match/--exit-code and --env"
             )
         if lower < self._config.min_baseline_rate:
             raise BaselineError(
@@ -400,3 +422,51 @@ class Oracle:
             index, policy = self.policy.take_gate()
             self._set_policy(policy)
         return index, policy.gate_alpha(index)
+
+
+class _Curtailment:
+    """The baseline's running count: is its rejection already certain?"""
+
+    def __init__(self, runs: int, needed: int) -> None:
+        self.runs, self.needed = runs, needed
+        self.matched = self.done = 0
+        self._lock = threading.Lock()
+
+    def record(self, matched: bool) -> None:
+        with self._lock:
+            self.done += 1
+            self.matched += matched
+
+    def certain(self) -> bool:
+        """Even if every run not yet finished matched, too few would (runs in flight count)."""
+        with self._lock:
+            return self.matched + (self.runs - self.done) < self.needed
+
+
+def _baseline_hint(outcomes: list[Outcome]) -> str:
+    timeouts = sum(o.timed_out for o in outcomes)
+    if timeouts:
+        return f" ({timeouts} of {len(outcomes)} runs timed out; raise --timeout)"
+    return f" (last exit code {outcomes[-1].exit_code})" if outcomes else ""
+
+
+def _curtailed_message(
+    outcomes: list[Outcome], curtail: _Curtailment, config: SamplingConfig
+) -> str:
+    """The error of a baseline stopped once its rejection was certain."""
+    m, n, rate = len(outcomes), curtail.runs, config.min_baseline_rate
+    stopped = (
+        f"stopped after {m} of {n}: even if the other {n - m} reproduced, fewer than "
+        f"{curtail.needed} of {n} would, below --min-baseline-rate {rate} at confidence "
+        f"{config.confidence}"
+    )
+    if curtail.matched == 0:
+        return (
+            f"the command did not reproduce the failure in any of {m} baseline runs "
+            f"({stopped}){_baseline_hint(outcomes)}; check --command, --match/--exit-code and "
+            "--env"
+        )
+    return (
+        f"baseline matched the failure in {curtail.matched}/{m} runs ({stopped}); raise "
+        "--baseline-runs or lower --min-baseline-rate"
+    )

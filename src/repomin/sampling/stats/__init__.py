@@ -9,6 +9,7 @@ from __future__ import annotations
 from repomin.sampling.stats.bounds import (
     amplified_rate,
     binom_pvalue,
+    fewest_passes,
     final_test_passed,
     lower_bound,
     upper_bound,
@@ -44,6 +45,7 @@ __all__ = [
     "binom_pvalue",
     "critical_passes",
     "design",
+    "fewest_passes",
     "final_test_passed",
     "holdout_test",
     "lower_bound",

@@ -85,6 +85,17 @@ def zero_failure_runs(theta: float, alpha: float) -> int:
     return runs
 
 
+def fewest_passes(runs: int, confidence: float, min_rate: float) -> int:
+    """The fewest passes of ``runs`` whose lower bound at ``confidence`` reaches ``min_rate``
+    (``runs + 1`` when even ``runs`` passes do not; at least 1). The bound is increasing in the
+    passes, so a baseline with fewer matching runs than this, whatever its other runs do, fails
+    ``--min-baseline-rate``: the decision is certain and the baseline can stop."""
+    for passes in range(1, runs + 1):
+        if lower_bound(passes, runs, confidence) >= min_rate:
+            return passes
+    return runs + 1
+
+
 def runs_to_see_one(passes: int, runs: int, confidence: float, alpha: float, cap: int) -> int:
     """Runs after which a failure that reproduced ``passes`` of ``runs`` times would have shown
     at least once but with probability at most ``alpha``: the zero-failure count for the
