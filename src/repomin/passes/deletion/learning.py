@@ -265,104 +265,153 @@ def learn_delete(
         raise ValueError("one prior per unit")
     search: Search[U] = Search(units, priors if priors is not None else [1.0 / max(1, n)] * n)
     width = max(1, problem.batch_width) if isinstance(problem, BatchProblem) else 1
-    narrow = False  # the last batch's merge check ran the next batch (one slot narrower)
+    run = _Learning(problem, phase, units, build, describe, then, search, width)
+    while True:
+        digest = problem.current.digest
+        parts = run.search.plan(width - 1 if run.narrow and width > 1 else width, digest)
+        run.narrow = False
+        if not parts:
+            break
+        parts, trees, outcomes = run.decide(parts, digest)
+        if stats is not None:
+            stats.proposals += len(parts)
+            stats.batches += 1
+            stats.accepted += sum(1 for ok in outcomes if ok)
+        run.narrow = run.narrow and sum(1 for ok in outcomes if ok) > 1  # the check accepted
+        run.search.step(
+            parts,
+            outcomes,
+            digest,
+            trees,
+            problem.current.digest,
+            lambda rest: run.without(run.search, rest).digest,  # called inside step
+        )
+        if any(outcomes) and sync is not None:
+            still = sync([units[i] for i in run.search.order])
+            if still is None:
+                break
+            run.search.remove([i for i, ok in zip(run.search.order, still, strict=True) if not ok])
+    survivors = [units[i] for i in run.search.order]
+    if stats is not None:
+        stats.survivors = survivors
+    return survivors
 
-    def without(state: Search[U], gone: Sequence[int]) -> Tree:
+
+class _Learning(Generic[U]):
+    """One :func:`learn_delete` run: its search state and how it proposes each round's parts."""
+
+    def __init__(
+        self,
+        problem: Problem,
+        phase: str,
+        units: Sequence[U],
+        build: Callable[[Sequence[U]], Tree],
+        describe: Callable[[Sequence[U]], str],
+        then: Spare | None,
+        search: Search[U],
+        width: int,
+    ) -> None:
+        self.problem = problem
+        self.phase = phase
+        self.units = units
+        self.build = build
+        self.describe = describe
+        self.then = then
+        self.search = search
+        self.width = width
+        #: The last batch's merge check ran the next batch (one slot narrower).
+        self.narrow = False
+
+    def without(self, state: Search[U], gone: Sequence[int]) -> Tree:
+        """The candidate tree of ``state`` deleting the units ``gone``."""
         drop = set(gone)
-        return build([units[i] for i in state.order if i not in drop])
+        return self.build([self.units[i] for i in state.order if i not in drop])
 
-    def speculate(parts: Sequence[Part], trees: Sequence[Tree], digest: str) -> Speculate:
+    def describe_part(self, part: Part) -> str:
+        return self.describe([self.units[i] for i in part.units])
+
+    def decide(
+        self, parts: list[Part], digest: str
+    ) -> tuple[list[Part], list[Tree], list[bool | None]]:
+        """Propose ``parts`` the one way the problem allows: as a batch (``try_batch``), as
+        the first of a chain (flaky, several slots: ``deletion.chain``), or in ``try_first``.
+        Returns the parts decided, their trees and their outcomes."""
+        trees = [self.without(self.search, part.units) for part in parts]
+        candidates = [(t, self.describe_part(part)) for t, part in zip(trees, parts, strict=True)]
+        problem = self.problem
+        if self.width > 1 and isinstance(problem, BatchProblem):
+            return parts, trees, self.batch(problem, parts, trees, candidates, digest)
+        if chained(self.problem):
+            return self.chain(parts[0], digest)
+        return parts, trees, self.first(candidates)
+
+    def batch(
+        self,
+        problem: BatchProblem,
+        parts: Sequence[Part],
+        trees: Sequence[Tree],
+        candidates: Sequence[tuple[Tree, str]],
+        digest: str,
+    ) -> list[bool | None]:
+        """Decide ``parts`` at once, with the next batch guessed behind the merge check."""
+        return problem.try_batch(
+            self.phase,
+            candidates,
+            self.speculate(parts, trees, digest),
+            self.combined(parts),
+            self.spare_of(parts, trees, digest),
+        )
+
+    def chain(self, first: Part, digest: str) -> tuple[list[Part], list[Tree], list[bool | None]]:
+        """Decide ``first`` and the chain behind it; the search goes on from the state
+        before the last decided part."""
+        self.search, parts, trees, outcomes = chain_first(
+            self.problem, self.phase, self.search, first, digest, self.without, self.describe_part
+        )
+        return parts, trees, outcomes
+
+    def first(self, candidates: Sequence[tuple[Tree, str]]) -> list[bool | None]:
+        """Decide the batch's one part in ``try_first``."""
+        return [self.problem.try_first(self.phase, candidates) == 0]
+
+    def speculate(self, parts: Sequence[Part], trees: Sequence[Tree], digest: str) -> Speculate:
         def ahead(merged: Tree, outcomes: Sequence[bool | None]) -> list[Tree]:
             # The batch after this one if the merge check accepts: the same plan the search
             # will make then (``build`` keeps exactly the given units, so building from the
             # old incumbent with the new state's units is building from ``merged``).
-            nonlocal narrow
-            hypo = search.copy()
+            hypo = self.search.copy()
             hypo.step(
                 parts,
                 outcomes,
                 digest,
                 trees,
                 merged.digest,
-                lambda rest: without(hypo, rest).digest,
+                lambda rest: self.without(hypo, rest).digest,
             )
-            narrow = True
-            return [without(hypo, part.units) for part in hypo.plan(width - 1, merged.digest)]
+            self.narrow = True
+            following = hypo.plan(self.width - 1, merged.digest)
+            return [self.without(hypo, part.units) for part in following]
 
         return ahead
 
-    def spare_of(parts: Sequence[Part], trees: Sequence[Tree], digest: str) -> Spare:
+    def spare_of(self, parts: Sequence[Part], trees: Sequence[Tree], digest: str) -> Spare:
         def spare(k: int) -> list[Tree]:
             if any(len(part.units) > 1 for part in parts):
                 return []  # a group is sized to succeed as often as not: no safe guess
-            hypo = search.copy()
+            hypo = self.search.copy()
             hypo.learn(parts, [False] * len(parts), digest, trees)
             following = hypo.plan(k, digest)
             if following:
-                return [without(hypo, part.units) for part in following]
-            return then(k) if then is not None else []
+                return [self.without(hypo, part.units) for part in following]
+            return self.then(k) if self.then is not None else []
 
         return spare
 
-    def combined(parts: Sequence[Part]) -> Combine:
+    def combined(self, parts: Sequence[Part]) -> Combine:
         def tree(won: Sequence[int]) -> Tree:  # several accepted parts deleted together
-            return without(search, [u for j in won for u in parts[j].units])
+            return self.without(self.search, [u for j in won for u in parts[j].units])
 
         return tree
-
-    while True:
-        digest = problem.current.digest
-        parts = search.plan(width - 1 if narrow and width > 1 else width, digest)
-        narrow = False
-        if not parts:
-            break
-        trees = [without(search, part.units) for part in parts]
-        candidates = [
-            (t, describe([units[i] for i in part.units]))
-            for t, part in zip(trees, parts, strict=True)
-        ]
-        if width > 1 and isinstance(problem, BatchProblem):
-            outcomes = problem.try_batch(
-                phase,
-                candidates,
-                speculate(parts, trees, digest),
-                combined(parts),
-                spare_of(parts, trees, digest),
-            )
-        elif chained(problem):  # flaky, several slots: the chain behind it (deletion.chain)
-            search, parts, trees, outcomes = chain_first(
-                problem,
-                phase,
-                search,
-                parts[0],
-                digest,
-                without,
-                lambda part: describe([units[i] for i in part.units]),
-            )
-        else:
-            outcomes = [problem.try_first(phase, candidates) == 0]
-        if stats is not None:
-            stats.proposals += len(parts)
-            stats.batches += 1
-            stats.accepted += sum(1 for ok in outcomes if ok)
-        narrow = narrow and sum(1 for ok in outcomes if ok) > 1  # the check accepted
-        search.step(
-            parts,
-            outcomes,
-            digest,
-            trees,
-            problem.current.digest,
-            lambda rest: without(search, rest).digest,  # noqa: B023 (called inside step)
-        )
-        if any(outcomes) and sync is not None:
-            still = sync([units[i] for i in search.order])
-            if still is None:
-                break
-            search.remove([i for i, ok in zip(search.order, still, strict=True) if not ok])
-    survivors = [units[i] for i in search.order]
-    if stats is not None:
-        stats.survivors = survivors
-    return survivors
 
 
 def first_batch(
