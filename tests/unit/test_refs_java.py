@@ -58,12 +58,29 @@ def test_comments_do_not_count_but_strings_do() -> None:
     assert g.unreachable() == ["q/Doc.java", "q/Line.java"]
 
 
-def test_computed_class_names_are_conservative() -> None:
+def test_computed_class_names_add_no_edge_but_are_noted() -> None:
     files = {
         "Main.java": 'class Main { Object o = Class.forName(System.getenv("X")); }',
         "q/Any.java": "package q; class Any {}",
+        "q/Named.java": "package q; class Named {}",
+        "app.properties": "plugin=q.Named\n",  # a name the loader may be given: read
     }
-    assert graph(files, "java Main.java").unreachable() == []
+    g = graph(files, "java Main.java")
+    assert g.unreachable() == ["q/Any.java"]
+    assert g.java.dynamic_loaders == {"Main.java"}
+
+
+def test_words_of_strings_name_no_type_and_declare_none() -> None:
+    files = {
+        "Main.java": 'class Main { String s = "The end, class org"; Helper h; }',
+        "Helper.java": "class Helper {}",
+        "q/The.java": "package q; class The {}",
+        "HelperTest.java": 'class HelperTest { String x = "expected=class org.q"; }',
+        "org.java": "class Unrelated {}",
+    }
+    g = graph(files, "java Main.java")
+    assert g.edges("Main.java") == {"Helper.java"}
+    assert sorted(g.unreachable()) == ["HelperTest.java", "org.java", "q/The.java"]
 
 
 def test_cycles_missing_files_and_package_info() -> None:
@@ -99,3 +116,14 @@ def test_maven_roots_the_tests() -> None:
         "src/main/java/x/Bar.java": "package x; class Bar {}",
     }
     assert graph(files, "mvn -q test").unreachable() == ["src/main/java/x/Bar.java"]
+
+
+def test_a_single_type_import_shadows_a_same_package_type() -> None:
+    files = {
+        "Main.java": "package p; import java.util.Objects; class Main { Objects o; Local l; }",
+        "src/p/Local.java": "package p; class Local {}",
+        "test/p/Objects.java": "package p; class Objects {}",  # a test helper, same package
+    }
+    g = graph(files, "java Main.java")
+    assert g.edges("Main.java") == {"src/p/Local.java"}
+    assert g.unreachable() == ["test/p/Objects.java"]

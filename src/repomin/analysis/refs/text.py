@@ -36,6 +36,19 @@ def strip_c_comments(text: str) -> str:
     return _C_LIKE.sub(repl, text)
 
 
+def strip_c_literals(text: str) -> str:
+    """``text`` with comments blanked and string/char literals emptied (``""``): the code alone,
+    where a word is a name and not a word of a message."""
+
+    def repl(m: re.Match[str]) -> str:
+        s = m.group(0)
+        if s.startswith("/"):
+            return " "
+        return "''" if s.startswith("'") else '""'
+
+    return _C_LIKE.sub(repl, text)
+
+
 def path_tokens(text: str) -> list[str]:
     """Whitespace/punctuation separated tokens with make/shell variables removed."""
     out: list[str] = []
