@@ -41,12 +41,18 @@ def _reduce(tmp_path: Path, *extra: str) -> tuple[int, str, Path]:
     return result.exit_code, result.stdout + result.stderr, out
 
 
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user's HOME for the test: a fresh directory, never the real one."""
+    path = tmp_path / "home"
+    path.mkdir()
+    monkeypatch.setenv("HOME", str(path))
+    return path
+
+
 def test_a_failure_that_needs_an_empty_home_is_reported_as_not_reproducing_in_your_shell(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, home: Path
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
     code, output, out = _reduce(tmp_path)
     assert code == 1, output
     report_path = tmp_path / "out.repomin" / "report.json"
@@ -69,11 +75,8 @@ def test_a_failure_that_needs_an_empty_home_is_reported_as_not_reproducing_in_yo
 
 
 def test_the_check_can_be_skipped_for_an_environment_not_safe_to_run_in(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, home: Path
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
     code, output, _ = _reduce(tmp_path, "--user-shell-runs", "0")
     assert code == 0, output
     report = json.loads((tmp_path / "out.repomin" / "report.json").read_text("utf-8"))

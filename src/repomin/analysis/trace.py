@@ -406,18 +406,24 @@ def first_access_under(lines: Iterable[bytes], roots: Sequence[str]) -> str | No
     prefixes = [os.path.normpath(r) for r in roots if r.startswith("/")]
     for line in lines:
         m = _CALL.match(line)
-        if m is None:
+        norm = _call_path(m) if m is not None else None
+        if norm is None:
             continue
-        path = os.fsdecode(_unescape(m.group(2)))
-        if not path.startswith("/"):
-            if m.group(1) is None:
-                continue
-            path = os.fsdecode(_unescape(m.group(1))) + "/" + path
-        norm = os.path.normpath(path)
         for root in prefixes:
             if norm == root or norm.startswith(root.rstrip("/") + "/"):
                 return norm
     return None
+
+
+def _call_path(m: re.Match[bytes]) -> str | None:
+    """The normalised absolute path a logged call names (relative to its directory
+    descriptor when it has one), or None for a relative path without one."""
+    path = os.fsdecode(_unescape(m.group(2)))
+    if not path.startswith("/"):
+        if m.group(1) is None:
+            return None
+        path = os.fsdecode(_unescape(m.group(1))) + "/" + path
+    return os.path.normpath(path)
 
 
 #: A logged call's result: ``= 3``, ``= 0`` (found) or ``= -1 ENOENT`` (not there).
@@ -443,13 +449,8 @@ def outside_accesses(
         found = int(result.group(1)) >= 0
         if not found and result.group(2) not in (b"ENOENT", b"ENOTDIR"):
             continue
-        path = os.fsdecode(_unescape(m.group(2)))
-        if not path.startswith("/"):
-            if m.group(1) is None:
-                continue
-            path = os.fsdecode(_unescape(m.group(1))) + "/" + path
-        norm = os.path.normpath(path)
-        if any((norm + "/").startswith(p) for p in prefixes):
+        norm = _call_path(m)
+        if norm is None or any((norm + "/").startswith(p) for p in prefixes):
             continue
         if home_prefix and (norm + "/").startswith(home_prefix):
             norm = "~/" + norm[len(home_prefix) :] if norm + "/" != home_prefix else "~"
