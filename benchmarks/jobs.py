@@ -30,7 +30,8 @@ HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
 sys.path.insert(0, str(HERE))
 
-from cases import all_cases, select  # noqa: E402
+from cases import select  # noqa: E402
+from suite import all_cases  # noqa: E402
 
 
 def uptime() -> str:

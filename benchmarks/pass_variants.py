@@ -24,7 +24,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cases import Case, all_cases
+from cases import Case
+from suite import all_cases
 
 from repomin.passes import DEFAULT_SCHEDULE
 

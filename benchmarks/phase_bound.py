@@ -28,7 +28,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cases import Case, all_cases
+from cases import Case
+from suite import all_cases
 
 import repomin.passes.blocks as blocks_module
 import repomin.passes.files as files_module

@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import compare
-from cases import Case, CaseUnavailable, all_cases, select
+from cases import Case, CaseUnavailable, select
 from interesting import run_once
+from suite import all_cases
 from tools import ALL_TOOLS, Outcome, Settings, Tool, tmpfs_dir
 
 BENCH_SCHEMA_VERSION = 1

@@ -23,7 +23,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cases import Case, all_cases
+from cases import Case
+from suite import all_cases
 
 REPO = Path(__file__).resolve().parent.parent
 

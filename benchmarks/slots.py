@@ -25,7 +25,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE))
 
-from cases import all_cases, select  # noqa: E402
+from cases import select  # noqa: E402
+from suite import all_cases  # noqa: E402
 
 from repomin.runners import host  # noqa: E402
 
