@@ -68,6 +68,7 @@ def by_hand(case: Case, final: Path, runs: int = HAND_RUNS) -> dict[str, Any]:
     """
     c = case.contract
     outcomes: list[str] = []
+    tails: list[str] = []
     for _ in range(runs):
         with tempfile.TemporaryDirectory(prefix="by-hand-") as tmp:
             copy = Path(tmp) / "tree"
@@ -86,13 +87,18 @@ def by_hand(case: Case, final: Path, runs: int = HAND_RUNS) -> dict[str, Any]:
                 outcomes.append("timeout")
                 continue
             output = (proc.stdout + b"\n" + proc.stderr).decode("utf-8", "replace")
-            if c.exit_code is not None and proc.returncode != c.exit_code:
-                outcomes.append(f"exit {proc.returncode}")
+            # bash -c runs its last command in place of itself, so a crash comes back as -N;
+            # a person's shell shows it as $? = 128 + N, which is what the contract names.
+            status = 128 - proc.returncode if proc.returncode < 0 else proc.returncode
+            if c.exit_code is not None and status != c.exit_code:
+                outcomes.append(f"exit {status}")
             elif c.match is not None and re.search(c.match, output) is None:
                 outcomes.append("no match")
             else:
                 outcomes.append("ok")
-    return {"runs": runs, "passes": outcomes.count("ok"), "outcomes": outcomes}
+                continue
+            tails.append(output[-600:])
+    return {"runs": runs, "passes": outcomes.count("ok"), "outcomes": outcomes, "tails": tails}
 
 
 def timeline(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -199,6 +205,10 @@ def run_case(case: Case, args: argparse.Namespace, work: Path) -> dict[str, Any]
     )
     result["final_listing"] = listing[:300]
     result["by_hand"] = by_hand(case, outcome.final)
+    if args.keep_final is not None:
+        kept = args.keep_final / case.name
+        shutil.rmtree(kept, ignore_errors=True)
+        shutil.copytree(outcome.final, kept, symlinks=True)
     result["status"] = "ok"
     return result
 
@@ -260,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--label", default=None)
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "repomin-bench")
     parser.add_argument("--work", type=Path, default=None, help="work trees (default: a temp dir)")
+    parser.add_argument("--keep-final", type=Path, default=None, help="copy final trees here")
     parser.add_argument("--table-only", action="store_true", help="re-render OUT/table.md")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     args = parser.parse_args(argv)
