@@ -187,55 +187,59 @@ def _holdout_terminal(hold: dict[str, Any], *, modern: bool) -> list[Problem]:
                 f"{', '.join(missing)} missing",
             )
         )
-    planned, completed, passes = (
-        hold.get("planned_runs"),
-        hold.get("completed_runs"),
-        hold.get("passes"),
-    )
-    status = hold["status"]
-    if status == "certified":
-        if planned is None or completed is None:
-            if modern:
-                problems.append(
-                    Problem(
-                        "holdout.certified",
-                        "certified holdout does not record planned_runs and completed_runs",
-                    )
-                )
-        elif completed != planned:
-            problems.append(
-                Problem(
-                    "holdout.certified",
-                    f"certified after {completed} of {planned} planned runs; certification "
-                    "needs every planned run",
-                )
-            )
-        if modern and not complete:
-            problems.append(
-                Problem(
-                    "holdout.certified",
-                    "certified holdout (schema_version 1) lacks the terminal statistics",
-                )
-            )
+    if hold["status"] == "certified":
+        problems += _certified_runs(hold, complete=complete, modern=modern)
     if not complete:
         return problems
+    return problems + _terminal_statistics(hold)
+
+
+def _certified_runs(hold: dict[str, Any], *, complete: bool, modern: bool) -> list[Problem]:
+    """A certified holdout ran every planned run and records the terminal statistics."""
+    problems: list[Problem] = []
+    planned, completed = hold.get("planned_runs"), hold.get("completed_runs")
+    if planned is None or completed is None:
+        if modern:
+            problems.append(
+                Problem(
+                    "holdout.certified",
+                    "certified holdout does not record planned_runs and completed_runs",
+                )
+            )
+    elif completed != planned:
+        problems.append(
+            Problem(
+                "holdout.certified",
+                f"certified after {completed} of {planned} planned runs; certification "
+                "needs every planned run",
+            )
+        )
+    if modern and not complete:
+        problems.append(
+            Problem(
+                "holdout.certified",
+                "certified holdout (schema_version 1) lacks the terminal statistics",
+            )
+        )
+    return problems
+
+
+def _terminal_statistics(hold: dict[str, Any]) -> list[Problem]:
+    """The (complete) terminal statistics derived again from the counts, as far as they can be."""
+    planned, passes = hold.get("planned_runs"), hold.get("passes")
     confidence, alpha = hold["confidence"], hold.get("alpha")
     if not 0.0 < confidence < 1.0:
-        problems.append(Problem("holdout.confidence", f"confidence {confidence} is not in (0, 1)"))
-        return problems
+        return [Problem("holdout.confidence", f"confidence {confidence} is not in (0, 1)")]
     if alpha is not None and not close(confidence, 1.0 - alpha):
-        problems.append(
-            Problem("holdout.confidence", f"confidence {confidence} != 1 - alpha {alpha}")
-        )
-        return problems
+        return [Problem("holdout.confidence", f"confidence {confidence} != 1 - alpha {alpha}")]
     if planned is None or passes is None or planned < 1:
-        problems.append(
+        return [
             Problem(
                 "holdout.observed_rate",
                 "observed_rate needs passes and planned_runs >= 1 to be derived",
             )
-        )
-        return problems
+        ]
+    problems: list[Problem] = []
     if not close(hold["observed_rate"], passes / planned):
         problems.append(
             Problem(
@@ -254,7 +258,17 @@ def _holdout_terminal(hold: dict[str, Any], *, modern: bool) -> list[Problem]:
             )
         )
         return problems
-    result = stats.holdout_test(passes, planned, p0, alpha if alpha is not None else 1 - confidence)
+    level = alpha if alpha is not None else 1 - confidence
+    problems += _exact_test(hold, passes, planned, p0, level)
+    return problems + _status_against_gate(hold)
+
+
+def _exact_test(
+    hold: dict[str, Any], passes: int, planned: int, p0: float, alpha: float
+) -> list[Problem]:
+    """The recorded p-value, bounds, ``k_crit`` and gate against the exact test recomputed."""
+    problems: list[Problem] = []
+    result = stats.holdout_test(passes, planned, p0, alpha)
     for field in ("p_value", "lower_bound", "upper_bound"):
         if not close(hold[field], getattr(result, field)):
             problems.append(
@@ -277,15 +291,21 @@ def _holdout_terminal(hold: dict[str, Any], *, modern: bool) -> list[Problem]:
                 f"gives {js(result.certified)}",
             )
         )
+    return problems
+
+
+def _status_against_gate(hold: dict[str, Any]) -> list[Problem]:
+    """The status agrees with the recorded exact gate (and the vetoes)."""
+    status, gate = hold["status"], hold["exact_gate_passed"]
     vetoes = (hold.get("timeouts") or 0) + (hold.get("resource_exhausted") or 0)
     if status == "certified" and not gate:
-        problems.append(Problem("holdout.status", "status certified but exact_gate_passed false"))
+        return [Problem("holdout.status", "status certified but exact_gate_passed false")]
     if status == "rejected" and gate and vetoes == 0:
-        problems.append(
+        return [
             Problem(
                 "holdout.status",
                 "status rejected although the exact gate passed and no timeout or resource "
                 "veto is recorded",
             )
-        )
-    return problems
+        ]
+    return []
