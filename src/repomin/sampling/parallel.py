@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar, cast
 
 T = TypeVar("T")
@@ -262,91 +262,131 @@ def fold_accepted(
     results it finds later in its cache (the verification of the merge, stale rejections
     rebased onto it). Their results are not part of the round.
     """
-    it: Iterator[C] = iter(candidates)
-    results: list[tuple[int, C, T | None, str]] = []
-    spares: list[Future[object]] = []
-    kept: list[tuple[int, C, P, T]] = []
     width = max(1, jobs)
     pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="repomin-f")
-    inflight: dict[int, tuple[C, P, Future[T], threading.Event]] = {}
-    done: dict[int, tuple[C, P, T | None, BaseException | None]] = {}
-    next_index = 0
-    pulling = True
-    end: int | None = None  # first index outside the round
-    decided = 0
+    state = _FoldRound(
+        iter(candidates), prepare, evaluate, accepted, fold, width, max_accepted, spare, pool
+    )
     try:
         while True:
-            while pulling and len(inflight) < width:
-                try:
-                    cand = next(it)
-                except StopIteration:
-                    pulling = False
+            state.dispatch()
+            state.run_spares()
+            if state.decided not in state.done:
+                if not state.inflight:
                     break
-                prepared = prepare(cand)
-                if prepared is None:
-                    results.append((next_index, cand, None, "superseded"))
-                    end, pulling = next_index, False
-                    break
-                ev = threading.Event()
-                fut = pool.submit(evaluate, prepared, ev)
-                inflight[next_index] = (cand, prepared, fut, ev)
-                next_index += 1
-            spares = [f for f in spares if not f.done()]
-            while spare is not None and not pulling and end is None and inflight:
-                if len(inflight) + len(spares) >= width:
-                    break
-                work = spare()
-                if work is None:
-                    break
-                spares.append(pool.submit(work))
-            if decided not in done:
-                if not inflight:
-                    break
-                wait([f for _, _, f, _ in inflight.values()], return_when=FIRST_COMPLETED)
-            for idx in list(inflight):
-                cand, prepared, fut, _ = inflight[idx]
-                if fut.done():
-                    del inflight[idx]
-                    exc = fut.exception()
-                    done[idx] = (cand, prepared, None if exc else fut.result(), exc)
-            while decided in done and (end is None or decided < end):
-                cand, prepared, maybe, exc = done.pop(decided)
-                if exc is not None:
-                    raise exc
-                res = cast(T, maybe)
-                if not accepted(res):
-                    results.append((decided, cand, res, "rejected"))
-                elif fold(prepared):
-                    kept.append((decided, cand, prepared, res))
-                    results.append((decided, cand, res, "accepted"))
-                    if len(kept) >= max_accepted:
-                        end = decided + 1
-                else:
-                    results.append((decided, cand, res, "superseded"))
-                    end = decided
-                    break
-                decided += 1
-            if end is not None and decided >= end:
-                pulling = False
-                for _, _, _, ev in inflight.values():
-                    ev.set()
-                for idx, (cand, _, fut, _) in sorted(inflight.items()):
-                    try:
-                        late: T | None = fut.result()
-                    except BaseException:
-                        late = None
-                    results.append((idx, cand, late, "superseded"))
-                for idx, (cand, _, late, _) in sorted(done.items()):
-                    results.append((idx, cand, late, "superseded"))
-                inflight.clear()
+                wait([f for _, _, f, _ in state.inflight.values()], return_when=FIRST_COMPLETED)
+            state.collect()
+            state.decide()
+            if state.end is not None and state.decided >= state.end:
+                state.supersede_rest()
                 break
-        for f in spares:
+        for f in state.spares:
             f.result()
-        return Fold(kept, sorted(results, key=lambda r: r[0]))
+        return Fold(state.kept, sorted(state.results, key=lambda r: r[0]))
     except BaseException:
-        for _, _, fut, ev in inflight.values():
+        for _, _, fut, ev in state.inflight.values():
             ev.set()
             fut.cancel()
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+@dataclass(slots=True)
+class _FoldRound(Generic[C, P, T]):
+    """The state of one :func:`fold_accepted` round and its steps (all in the calling thread)."""
+
+    it: Iterator[C]
+    prepare: Callable[[C], P | None]
+    evaluate: Callable[[P, threading.Event], T]
+    accepted: Callable[[T], bool]
+    fold: Callable[[P], bool]
+    width: int
+    max_accepted: int
+    spare: Callable[[], Callable[[], object] | None] | None
+    pool: ThreadPoolExecutor
+    results: list[tuple[int, C, T | None, str]] = field(default_factory=list)
+    spares: list[Future[object]] = field(default_factory=list)
+    kept: list[tuple[int, C, P, T]] = field(default_factory=list)
+    inflight: dict[int, tuple[C, P, Future[T], threading.Event]] = field(default_factory=dict)
+    done: dict[int, tuple[C, P, T | None, BaseException | None]] = field(default_factory=dict)
+    next_index: int = 0
+    pulling: bool = True
+    end: int | None = None  # first index outside the round
+    decided: int = 0
+
+    def dispatch(self) -> None:
+        """Prepare and submit the next candidates, in proposal order, up to ``width`` in
+        flight; a candidate that cannot be prepared ends the round."""
+        while self.pulling and len(self.inflight) < self.width:
+            try:
+                cand = next(self.it)
+            except StopIteration:
+                self.pulling = False
+                break
+            prepared = self.prepare(cand)
+            if prepared is None:
+                self.results.append((self.next_index, cand, None, "superseded"))
+                self.end, self.pulling = self.next_index, False
+                break
+            ev = threading.Event()
+            fut = self.pool.submit(self.evaluate, prepared, ev)
+            self.inflight[self.next_index] = (cand, prepared, fut, ev)
+            self.next_index += 1
+
+    def run_spares(self) -> None:
+        """Candidates exhausted: give the slots left idle the caller's ``spare`` work."""
+        self.spares = [f for f in self.spares if not f.done()]
+        while self.spare is not None and not self.pulling and self.end is None and self.inflight:
+            if len(self.inflight) + len(self.spares) >= self.width:
+                break
+            work = self.spare()
+            if work is None:
+                break
+            self.spares.append(self.pool.submit(work))
+
+    def collect(self) -> None:
+        """Move every finished evaluation from ``inflight`` to ``done``."""
+        for idx in list(self.inflight):
+            cand, prepared, fut, _ = self.inflight[idx]
+            if fut.done():
+                del self.inflight[idx]
+                exc = fut.exception()
+                self.done[idx] = (cand, prepared, None if exc else fut.result(), exc)
+
+    def decide(self) -> None:
+        """Decide the finished candidates in proposal order: reject, or fold an accepted one
+        (the round ends at ``max_accepted`` or at a conflict)."""
+        while self.decided in self.done and (self.end is None or self.decided < self.end):
+            cand, prepared, maybe, exc = self.done.pop(self.decided)
+            if exc is not None:
+                raise exc
+            res = cast(T, maybe)
+            if not self.accepted(res):
+                self.results.append((self.decided, cand, res, "rejected"))
+            elif self.fold(prepared):
+                self.kept.append((self.decided, cand, prepared, res))
+                self.results.append((self.decided, cand, res, "accepted"))
+                if len(self.kept) >= self.max_accepted:
+                    self.end = self.decided + 1
+            else:
+                self.results.append((self.decided, cand, res, "superseded"))
+                self.end = self.decided
+                return
+            self.decided += 1
+
+    def supersede_rest(self) -> None:
+        """The round is over: cancel the candidates past its end between samples; each one
+        (running or finished) is ``superseded``."""
+        self.pulling = False
+        for _, _, _, ev in self.inflight.values():
+            ev.set()
+        for idx, (cand, _, fut, _) in sorted(self.inflight.items()):
+            try:
+                late: T | None = fut.result()
+            except BaseException:
+                late = None
+            self.results.append((idx, cand, late, "superseded"))
+        for idx, (cand, _, late, _) in sorted(self.done.items()):
+            self.results.append((idx, cand, late, "superseded"))
+        self.inflight.clear()
