@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cases import Case
 from interesting import Contract
-from real_fetch import debian_orig, extract, extract_debian
+from real_fetch import debian_orig, extract, extract_debian, listed_expert
 
 CJSON = ("cjson", "1.7.15-1+deb12u4")
 ZLIB = ("zlib", "1:1.2.13.dfsg-1")
@@ -134,5 +134,19 @@ def c_cases(real: Path) -> list[Case]:
 
 # -- the hand-made minima ------------------------------------------------------------------------
 
-CJSON_EXPERT: dict = {}
-ZLIB_EXPERT: dict = {}
+CJSON_EXPERT = listed_expert(
+    "c-cjson-1.7.15",
+    4,
+    94284,
+    "the Makefile cut to the libcjson.a rule under `all`, the driver cut to parse, two "
+    "lookups, the printf and the setter call; cJSON.c and cJSON.h whole",
+)
+ZLIB_EXPERT = listed_expert(
+    "c-zlib-1.2.13",
+    24,
+    953833,
+    "configure cut to its `sed < Makefile.in > Makefile` line, Makefile.in cut to the object "
+    "lists and the libz.a rule (make's built-in .c.o), the driver cut to gzopen, printf and the "
+    "two gzclose; the 12 C files libz.a needs and their 9 headers whole (zlib.h and zconf.h "
+    "come from /usr/include: zlib1g-dev is installed here)",
+)

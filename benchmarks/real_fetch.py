@@ -19,6 +19,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from cases import CaseUnavailable
 
@@ -250,3 +251,54 @@ def expert_tree(source: Path, expert: Expert, dest: Path) -> None:
 def expert_builder(expert: Expert) -> Callable[[Path, Path], None]:
     """A ``Case.expert`` callable for the mapping ``expert``."""
     return lambda source, dest: expert_tree(source, expert, dest)
+
+
+#: Hand-made minima kept as data: ``minima/<case>/`` holds ``keep.txt`` (files copied whole,
+#: one relative path a line), ``edits.json`` (path -> ``[old, new]`` pairs applied in order to
+#: the unreduced file, each ``new`` a deletion from its ``old``) and ``tree/`` (files written
+#: as they are there).
+MINIMA = Path(__file__).resolve().parent / "minima"
+
+
+def expert_from_dir(name: str) -> Callable[[Path, Path], None]:
+    """A ``Case.expert`` callable for the hand-made minimum kept in ``minima/<name>``."""
+
+    def build(source: Path, dest: Path) -> None:
+        base = MINIMA / name
+        keep = base / "keep.txt"
+        if keep.is_file():
+            for rel in keep.read_text("utf-8").splitlines():
+                if rel.strip():
+                    (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(source / rel, dest / rel)
+        edits = base / "edits.json"
+        if edits.is_file():
+            import json
+
+            for rel, pairs in json.loads(edits.read_text("utf-8")).items():
+                text = (source / rel).read_text("utf-8")
+                for old, new in pairs:
+                    if old not in text:
+                        raise ValueError(f"{name}: {rel}: edit does not apply: {old[:60]!r}")
+                    text = text.replace(old, new, 1)
+                (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+                (dest / rel).write_text(text, "utf-8")
+        tree = base / "tree"
+        if tree.is_dir():
+            for path in sorted(tree.rglob("*")):
+                if path.is_file():
+                    target = dest / path.relative_to(tree)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(path, target)
+
+    return build
+
+
+def listed_expert(name: str, files: int, size: int, note: str) -> dict[str, Any]:
+    """The ``Case`` fields of a hand-made minimum kept in ``minima/<name>``."""
+    return {
+        "expert": expert_from_dir(name),
+        "expert_files": files,
+        "expert_bytes": size,
+        "expert_note": note,
+    }

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from cases import Case
 from interesting import Contract
-from real_fetch import debian_orig, extract
+from real_fetch import debian_orig, extract, listed_expert
 
 CODEC = ("libcommons-codec-java", "1.15-1")
 LANG3 = ("libcommons-lang3-java", "3.12.0-2+deb12u1")
@@ -142,6 +142,29 @@ def java_cases(real: Path) -> list[Case]:
 
 # -- the hand-made minima ------------------------------------------------------------------------
 
-CODEC_EXPERT: dict = {}
-LANG3_EXPERT: dict = {}
-IO_EXPERT: dict = {}
+# The sources javac parses for the driver alone (``-sourcepath src/main/java``), kept whole:
+# each is referenced from another, so none can go without editing its text.
+CODEC_EXPERT = listed_expert(
+    "java-commons-codec-1.15",
+    14,
+    58277,
+    "Driver.java and the 13 sources javac needs for it (URLCodec, Utils, the codec "
+    "interfaces and exceptions, StringUtils, CharSequenceUtils, CharEncoding), kept whole",
+)
+LANG3_EXPERT = listed_expert(
+    "java-commons-lang3-3.12",
+    59,
+    1894174,
+    "Driver.java and the 58 sources javac needs for it, kept whole: DurationFormatUtils "
+    "names StringUtils, Validate and DurationUtils, and they name ArrayUtils, ObjectUtils, the "
+    "builders, text/translate, FastDateParser... (only 2 library classes run: "
+    "DurationFormatUtils and Validate)",
+)
+IO_EXPERT = listed_expert(
+    "java-commons-io-2.11",
+    18,
+    241419,
+    "Driver.java and the 17 sources javac needs for ReversedLinesFileReader (Charsets, "
+    "IOUtils and what IOUtils names: LineIterator, the IO function types, the byte-array and "
+    "null streams, StringBuilderWriter...), kept whole",
+)

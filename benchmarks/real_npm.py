@@ -20,7 +20,7 @@ from pathlib import Path
 
 from cases import Case
 from interesting import Contract
-from real_fetch import npm_project
+from real_fetch import listed_expert, npm_project
 
 #: Transitive npm dependencies resolve as of this date (``npm install --before``).
 NPM_BEFORE = "2025-05-01"
@@ -197,6 +197,20 @@ def npm_cases(real: Path) -> list[Case]:
 
 # -- the hand-made minima ------------------------------------------------------------------------
 
-PUG_EXPERT: dict = {}
-GULP_EXPERT: dict = {}
+PUG_EXPERT = listed_expert(
+    "npm-pug-express",
+    7,
+    55627,
+    "app.js cut to compiling the broken template; pug's package.json (main) and lib/index.js "
+    "cut to `lex(str, options)`; pug-lexer, pug-error (+ its package.json main) and "
+    "character-parser whole but for the requires of is-expression and is-regex (and the regex "
+    "branch of character-parser's matches) that this path never uses",
+)
+GULP_EXPERT = listed_expert(
+    "npm-gulp-3.9.1",
+    296,
+    860883,
+    "gulpfile.js cut to `require('gulp')`; the 295 node_modules files that gulp's CLI and its "
+    "require chain down to natives open, kept whole (an upper bound: none of them trimmed)",
+)
 WEBPACK_EXPERT: dict = {}

@@ -314,9 +314,7 @@ PYYAML_EXPERT = _expert(
             "                filenames.append(os.path.join(DATA, base+ext))\n"
             "            execute(function, filenames)\n"
         ),
-        "tests/data/construct-map.data": (
-            "Clark : Evans\n"
-        ),
+        "tests/data/construct-map.data": ("Clark : Evans\n"),
         "lib3/yaml/__init__.py": (
             "from .loader import *\n"
             "def load_all(stream, Loader=Loader):\n"
@@ -346,13 +344,13 @@ WERKZEUG_EXPERT = _expert(
         "test_allow.py": (
             "from werkzeug.exceptions import MethodNotAllowed\n"
             "from werkzeug.routing import Map, Rule\n"
-            "url_map = Map([Rule(\"/items\", methods=[\"GET\"])])\n"
-            "adapter = url_map.bind(\"api.example\")\n"
+            'url_map = Map([Rule("/items", methods=["GET"])])\n'
+            'adapter = url_map.bind("api.example")\n'
             "try:\n"
-            "    adapter.match(\"/items\", method=\"POST\")\n"
+            '    adapter.match("/items", method="POST")\n'
             "except MethodNotAllowed as exc:\n"
-            "    allow = dict(exc.get_headers({}))[\"Allow\"]\n"
-            "assert allow == \"GET, HEAD\", allow\n"
+            '    allow = dict(exc.get_headers({}))["Allow"]\n'
+            'assert allow == "GET, HEAD", allow\n'
         ),
         "werkzeug/_compat.py": None,
         "werkzeug/_internal.py": None,

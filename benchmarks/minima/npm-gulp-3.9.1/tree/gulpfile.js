@@ -1,0 +1,1 @@
+const gulp = require('gulp');
