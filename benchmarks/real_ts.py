@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cases import Case
 from interesting import Contract
-from real_fetch import npm_project
+from real_fetch import listed_expert, npm_project
 
 TS_PACKAGES = ("typescript@3.9.10", "@types/node@20.11.30")
 TS_BEFORE = "2026-11-01"
@@ -79,4 +79,11 @@ def ts_cases(real: Path) -> list[Case]:
 
 # -- the hand-made minimum -----------------------------------------------------------------------
 
-TS_EXPERT: dict = {}
+TS_EXPERT = listed_expert(
+    "ts-types-node-20",
+    6,
+    4803325,
+    "tsc's bin and lib/tsc.js whole (no lib.*.d.ts: tsc then also reports missing global "
+    "types), @types/node/index.d.ts cut to its crypto reference, crypto.d.ts cut to "
+    "type UUID = `${string}`;, tsconfig.json cut to {} and an empty src/index.ts (an input)",
+)
