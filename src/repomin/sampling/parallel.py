@@ -41,7 +41,6 @@ def map_samples(fn: Callable[[int], T], n: int, jobs: int) -> list[T]:
             raise
 
 
-
 def evaluate_all(
     candidates: Sequence[C], evaluate: Callable[[C, threading.Event], T], jobs: int
 ) -> list[T]:
@@ -63,6 +62,7 @@ def evaluate_all(
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
 
 def in_background(fn: Callable[[], T]) -> Future[T]:
     """``fn()`` in a thread of its own, beside the search's samples (a traced run that a

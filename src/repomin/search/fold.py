@@ -73,6 +73,8 @@ class Folding(Protocol):
 
 
 Prepared = tuple[Item, "Delta", int]  # (rebased item, change, folded count at dispatch)
+#: The folded candidates of a round: (position, item, prepared, verdict).
+_Kept = list[tuple[int, Item, Prepared, Verdict | None]]
 
 #: A candidate's change against the incumbent: path -> new entry, or None for a deletion.
 Delta = dict[str, Entry | None]
@@ -170,71 +172,19 @@ def fold_round(
     evaluate: Callable[[Item, threading.Event], Verdict | None],
 ) -> int | None:
     """One ``try_first`` round with folding; adopts the result through ``reduction``."""
-    incumbent = reduction.current
-    merge = TreeMerge(incumbent)
-    rejected: list[Prepared] = []
-    last_folded = [-1]
-    lock = threading.Lock()
-
-    def prepare(item: Item) -> Prepared | None:
-        delta = tree_delta(incumbent, item[1])
-        combined = merge.combine(delta)
-        if combined is None:
-            return None
-        rebased = item if not merge.delta else (item[0], merge.tree(combined), item[2])
-        return rebased, delta, merge.folded
-
-    def fold_in(p: Prepared) -> bool:
-        if not merge.add(p[1]):
-            return False
-        last_folded[0] = p[0][0]
-        return True
-
-    def judged(v: Verdict | None) -> bool:
-        return v is not None and v.accepted
-
-    def speculation(tree: Tree) -> Callable[[], object]:
-        def run() -> None:
-            with contextlib.suppress(Cancelled, StopSearch):
-                reduction.oracle.evaluate(tree, phase, reduction.next_label(phase))
-
-        return run
-
-    def spare() -> Callable[[], object] | None:
-        wanted = [merge.tree()] if merge.folded > 1 else []
-        with lock:
-            stale = [p for p in rejected if p[0][0] > last_folded[0] and p[2] < merge.folded]
-        for p in stale:
-            combined = merge.combine(p[1])
-            if combined is not None:
-                wanted.append(merge.tree(combined))
-        for tree in wanted:
-            if tree.digest not in reduction.speculated and reduction.oracle.cached(tree) is None:
-                reduction.speculated.add(tree.digest)
-                return speculation(tree)
-        return None
-
-    def run(p: Prepared, cancel: threading.Event) -> Verdict | None:
-        verdict = evaluate(p[0], cancel)
-        if verdict is not None and not verdict.accepted:
-            with lock:
-                rejected.append(p)
-        return verdict
-
+    folder = _RoundFolder(reduction, phase, evaluate)
     jobs = reduction.jobs
-    fold = fold_accepted(items, prepare, run, judged, fold_in, jobs, FOLD_LIMIT * jobs, spare)
-    kept = fold.accepted
-    adopted: Tree | None = None
-    verdict: Verdict | None = None
-    if kept and kept[-1][2][2] == len(kept) - 1:
-        # The last folded candidate ran on top of all the others: that run verified the merge.
-        adopted, verdict = kept[-1][2][0][1], cast(Verdict, kept[-1][3])
-    elif kept:
-        adopted = merge.tree()
-        verdict = reduction.oracle.evaluate(adopted, phase, reduction.next_label(phase))
-        if not verdict.accepted:
-            kept = kept[:1]
-            adopted, verdict = kept[0][2][0][1], cast(Verdict, kept[0][3])
+    fold = fold_accepted(
+        items,
+        folder.prepare,
+        folder.run,
+        _judged,
+        folder.fold_in,
+        jobs,
+        FOLD_LIMIT * jobs,
+        folder.spare,
+    )
+    kept, adopted, verdict = _verified(reduction, phase, folder.merge, fold.accepted)
     folded = {idx for idx, _, _, _ in kept}
     ledger = reduction.ledger
     for idx, _, _, status in fold.results:
@@ -249,11 +199,108 @@ def fold_round(
     if len(kept) == 1:
         description = kept[0][1][2]
     else:
-        names = "; ".join(c[2] for _, c, _, _ in kept[:3])
-        more = f"; and {len(kept) - 3} more" if len(kept) > 3 else ""
-        description = f"fold of {len(kept)} candidates: {names}{more}"
+        description = _fold_description([c[2] for _, c, _, _ in kept])
     reduction.adopt(phase, description, adopted, verdict)
     return kept[0][1][0]
+
+
+def _judged(v: Verdict | None) -> bool:
+    return v is not None and v.accepted
+
+
+class _RoundFolder:
+    """The steps of one :func:`fold_round` and what they share: the merge of the candidates
+    folded so far against the incumbent, and the rejections (which the spare slots re-run
+    on the merge when they ran on an older one)."""
+
+    def __init__(
+        self,
+        reduction: Folding,
+        phase: str,
+        evaluate: Callable[[Item, threading.Event], Verdict | None],
+    ) -> None:
+        self.reduction = reduction
+        self.phase = phase
+        self.evaluate = evaluate
+        self.incumbent = reduction.current
+        self.merge = TreeMerge(self.incumbent)
+        self.rejected: list[Prepared] = []
+        self.last_folded = -1
+        self.lock = threading.Lock()
+
+    def prepare(self, item: Item) -> Prepared | None:
+        """``item`` rebased onto everything folded so far, or None when it conflicts."""
+        delta = tree_delta(self.incumbent, item[1])
+        combined = self.merge.combine(delta)
+        if combined is None:
+            return None
+        rebased = item if not self.merge.delta else (item[0], self.merge.tree(combined), item[2])
+        return rebased, delta, self.merge.folded
+
+    def fold_in(self, p: Prepared) -> bool:
+        if not self.merge.add(p[1]):
+            return False
+        self.last_folded = p[0][0]
+        return True
+
+    def run(self, p: Prepared, cancel: threading.Event) -> Verdict | None:
+        """Evaluate a prepared candidate (in a slot's thread), remembering a rejection."""
+        verdict = self.evaluate(p[0], cancel)
+        if verdict is not None and not verdict.accepted:
+            with self.lock:
+                self.rejected.append(p)
+        return verdict
+
+    def spare(self) -> Callable[[], object] | None:
+        """Work for an idle slot: the merge's verification, or a stale rejection rebased."""
+        merge, reduction = self.merge, self.reduction
+        wanted = [merge.tree()] if merge.folded > 1 else []
+        with self.lock:
+            stale = [p for p in self.rejected if p[0][0] > self.last_folded and p[2] < merge.folded]
+        for p in stale:
+            combined = merge.combine(p[1])
+            if combined is not None:
+                wanted.append(merge.tree(combined))
+        for tree in wanted:
+            if tree.digest not in reduction.speculated and reduction.oracle.cached(tree) is None:
+                reduction.speculated.add(tree.digest)
+                return self.speculation(tree)
+        return None
+
+    def speculation(self, tree: Tree) -> Callable[[], object]:
+        reduction, phase = self.reduction, self.phase
+
+        def run() -> None:
+            with contextlib.suppress(Cancelled, StopSearch):
+                reduction.oracle.evaluate(tree, phase, reduction.next_label(phase))
+
+        return run
+
+
+def _verified(
+    reduction: Folding, phase: str, merge: TreeMerge, kept: _Kept
+) -> tuple[_Kept, Tree | None, Verdict | None]:
+    """The folded candidates to adopt, their tree and its verdict: the last one's run when it
+    ran on top of all the others, else one more run of the merge; if that rejects, only the
+    first accepted candidate."""
+    if kept and kept[-1][2][2] == len(kept) - 1:
+        # The last folded candidate ran on top of all the others: that run verified the merge.
+        return kept, kept[-1][2][0][1], cast(Verdict, kept[-1][3])
+    if not kept:
+        return kept, None, None
+    adopted = merge.tree()
+    verdict = reduction.oracle.evaluate(adopted, phase, reduction.next_label(phase))
+    if not verdict.accepted:
+        kept = kept[:1]
+        adopted, verdict = kept[0][2][0][1], cast(Verdict, kept[0][3])
+    return kept, adopted, verdict
+
+
+def _fold_description(descriptions: Sequence[str]) -> str:
+    """The adopted description of several folded candidates."""
+    names = "; ".join(descriptions[:3])
+    more = f"; and {len(descriptions) - 3} more" if len(descriptions) > 3 else ""
+    return f"fold of {len(descriptions)} candidates: {names}{more}"
 
 
 def fold_batch(
@@ -282,40 +329,18 @@ def fold_batch(
     """
     incumbent = reduction.current
     ledger = reduction.ledger
-    items: list[Item] = []
+    items = _batch_items(ledger, phase, candidates, incumbent)
     outcomes: list[bool | None] = [False] * len(candidates)
-    for pos, (tree, description) in enumerate(candidates):
-        if tree.digest == incumbent.digest or (
-            tree.byte_count >= incumbent.byte_count and len(tree) >= len(incumbent)
-        ):
-            ledger.attempt(phase, "no_op")
-        else:
-            items.append((pos, tree, description))
     verdicts = _with_spare(reduction, phase, items, evaluate, spare)
     merge = TreeMerge(incumbent)
-    kept: list[tuple[Item, Verdict]] = []
-    for item, verdict in zip(items, verdicts, strict=True):
-        if verdict is None:
-            outcomes[item[0]] = None
-        elif verdict.accepted and merge.add(tree_delta(incumbent, item[1])):
-            kept.append((item, verdict))
-        elif verdict.accepted:
-            outcomes[item[0]] = None
+    kept = _merge_accepted(merge, incumbent, items, verdicts, outcomes)
+    merged = incumbent
+    check: Verdict | None = None
     if len(kept) > 1:
         # The caller knows what its candidates change (disjoint units): its own combination
         # is exact where a content merge cannot tell two edits with equal results apart.
         merged = combine([item[0] for item, _ in kept]) if combine else merge.tree()
-        provisional = list(outcomes)
-        for item, _ in kept:
-            provisional[item[0]] = True
-        # Edits that undo each other together (a syntax guard turned the merge back into the
-        # incumbent) are a rejected merge, decided without a run.
-        noop = merged.digest == incumbent.digest
-        check = (
-            None
-            if noop
-            else _check(reduction, phase, merged, ahead(merged, provisional) if ahead else [])
-        )
+        check = _check_merge(reduction, phase, incumbent, merged, kept, outcomes, ahead)
         if check is None or not check.accepted:
             for item, _ in kept[1:]:
                 outcomes[item[0]] = None
@@ -332,11 +357,66 @@ def fold_batch(
         (_, tree, description), verdict = kept[0]
         reduction.adopt(phase, description, tree, verdict)
     elif kept:
-        names = "; ".join(item[2] for item, _ in kept[:3])
-        more = f"; and {len(kept) - 3} more" if len(kept) > 3 else ""
         assert check is not None  # several kept: the check accepted the merge
-        reduction.adopt(phase, f"fold of {len(kept)} candidates: {names}{more}", merged, check)
+        description = _fold_description([item[2] for item, _ in kept])
+        reduction.adopt(phase, description, merged, check)
     return outcomes
+
+
+def _batch_items(
+    ledger: Ledger, phase: str, candidates: Sequence[tuple[Tree, str]], incumbent: Tree
+) -> list[Item]:
+    """The candidates worth a run, with their positions; each no-op is recorded as one."""
+    items: list[Item] = []
+    for pos, (tree, description) in enumerate(candidates):
+        if tree.digest == incumbent.digest or (
+            tree.byte_count >= incumbent.byte_count and len(tree) >= len(incumbent)
+        ):
+            ledger.attempt(phase, "no_op")
+        else:
+            items.append((pos, tree, description))
+    return items
+
+
+def _merge_accepted(
+    merge: TreeMerge,
+    incumbent: Tree,
+    items: Sequence[Item],
+    verdicts: Sequence[Verdict | None],
+    outcomes: list[bool | None],
+) -> list[tuple[Item, Verdict]]:
+    """Fold the accepted candidates into ``merge`` in proposal order (a conflicting one is
+    left out); an undecided or left-out candidate's outcome becomes None."""
+    kept: list[tuple[Item, Verdict]] = []
+    for item, verdict in zip(items, verdicts, strict=True):
+        if verdict is None:
+            outcomes[item[0]] = None
+        elif verdict.accepted and merge.add(tree_delta(incumbent, item[1])):
+            kept.append((item, verdict))
+        elif verdict.accepted:
+            outcomes[item[0]] = None
+    return kept
+
+
+def _check_merge(
+    reduction: Folding,
+    phase: str,
+    incumbent: Tree,
+    merged: Tree,
+    kept: Sequence[tuple[Item, Verdict]],
+    outcomes: Sequence[bool | None],
+    ahead: Speculate | None,
+) -> Verdict | None:
+    """The verdict of the merge of several accepted candidates, with the caller's next
+    candidates (``ahead``) run alongside; None when the merge is the incumbent itself."""
+    provisional = list(outcomes)
+    for item, _ in kept:
+        provisional[item[0]] = True
+    # Edits that undo each other together (a syntax guard turned the merge back into the
+    # incumbent) are a rejected merge, decided without a run.
+    if merged.digest == incumbent.digest:
+        return None
+    return _check(reduction, phase, merged, ahead(merged, provisional) if ahead else [])
 
 
 def _with_spare(
