@@ -58,18 +58,44 @@ class Cluster:
         env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
         self.procs: list[subprocess.Popen[bytes]] = []
         file = root / "scheduler.json"
-        self.procs.append(self._start(
-            ["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-             "--scheduler-file", str(file)], env))
+        self.procs.append(
+            self._start(
+                [
+                    "scheduler",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    "0",
+                    "--no-dashboard",
+                    "--scheduler-file",
+                    str(file),
+                ],
+                env,
+            )
+        )
         deadline = time.monotonic() + 60
         while not (file.exists() and file.stat().st_size) and time.monotonic() < deadline:
             time.sleep(0.1)
         self.address = str(json.loads(file.read_text())["address"])
         for i in range(workers):
             (root / f"w{i}").mkdir()
-            self.procs.append(self._start(
-                ["worker", self.address, "--nthreads", "1", "--no-nanny", "--no-dashboard",
-                 "--host", "127.0.0.1", "--local-directory", str(root / f"w{i}")], env))
+            self.procs.append(
+                self._start(
+                    [
+                        "worker",
+                        self.address,
+                        "--nthreads",
+                        "1",
+                        "--no-nanny",
+                        "--no-dashboard",
+                        "--host",
+                        "127.0.0.1",
+                        "--local-directory",
+                        str(root / f"w{i}"),
+                    ],
+                    env,
+                )
+            )
         from distributed import Client
 
         with Client(self.address, timeout=60, set_as_default=False) as client:
@@ -79,8 +105,11 @@ class Cluster:
     def _start(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
         exe = Path(sys.executable).with_name("dask")
         return subprocess.Popen(
-            [str(exe), *args], env=env, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True,
+            [str(exe), *args],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
 
     def stop(self) -> None:
@@ -98,10 +127,30 @@ def run_one(workers: int, files: int, needed_n: int, sleep: float) -> dict[str, 
         cluster = Cluster(root, workers)
         try:
             out = root / "out"
-            argv = [sys.executable, "-m", "repomin", "reduce", str(src), "-o", str(out),
-                    "--command", command(needed, sleep), "--match", "BUG", "--no-trace",
-                    "--baseline-runs", "2", "--final-runs", "2", "--no-session", "-q",
-                    "--timeout", str(30 + 5 * sleep), "--cluster", cluster.address]
+            argv = [
+                sys.executable,
+                "-m",
+                "repomin",
+                "reduce",
+                str(src),
+                "-o",
+                str(out),
+                "--command",
+                command(needed, sleep),
+                "--match",
+                "BUG",
+                "--no-trace",
+                "--baseline-runs",
+                "2",
+                "--final-runs",
+                "2",
+                "--no-session",
+                "-q",
+                "--timeout",
+                str(30 + 5 * sleep),
+                "--cluster",
+                cluster.address,
+            ]
             env = {**os.environ, "PYTHONPATH": str(SRC)}
             t0 = time.monotonic()
             done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=7200)
@@ -126,8 +175,9 @@ def run_one(workers: int, files: int, needed_n: int, sleep: float) -> dict[str, 
         shutil.rmtree(root, ignore_errors=True)
 
 
-def throughput(workers: int, files: int, needed_n: int, sleep: float, samples: int
-               ) -> dict[str, Any]:
+def throughput(
+    workers: int, files: int, needed_n: int, sleep: float, samples: int
+) -> dict[str, Any]:
     """``samples`` independent runs of the full tree through the cluster runner, ``workers``
     at a time: the dispatch alone, without a search deciding what to run next."""
     from concurrent.futures import ThreadPoolExecutor
@@ -154,8 +204,13 @@ def throughput(workers: int, files: int, needed_n: int, sleep: float, samples: i
             cluster.stop()
         assert all(o.exit_code == 1 for o in outs), [o.infrastructure_error for o in outs]
         ideal = samples / workers * sleep
-        return {"workers": workers, "samples": samples, "wall_seconds": round(wall, 1),
-                "ideal_seconds": round(ideal, 1), "efficiency": round(ideal / wall, 2)}
+        return {
+            "workers": workers,
+            "samples": samples,
+            "wall_seconds": round(wall, 1),
+            "ideal_seconds": round(ideal, 1),
+            "efficiency": round(ideal / wall, 2),
+        }
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -166,8 +221,13 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=2000)
     ap.add_argument("--needed", type=int, default=6)
     ap.add_argument("--sleep", type=float, default=1.0)
-    ap.add_argument("--throughput", type=int, default=0, metavar="N",
-                    help="instead of reductions: N independent samples at each W")
+    ap.add_argument(
+        "--throughput",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead of reductions: N independent samples at each W",
+    )
     a = ap.parse_args()
     if a.throughput:
         for w in (int(x) for x in a.workers.split(",")):
@@ -183,9 +243,11 @@ def main() -> None:
     print("\n| workers | wall (s) | oracle runs | speedup | bytes per sample | payload = needed |")
     print("|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['workers']} | {r['wall_seconds']} | {r['oracle_runs']} | "
-              f"{base / r['wall_seconds']:.2f}× | {r['bytes_per_sample']:.0f} | "
-              f"{r['payload_is_needed_files']} |")
+        print(
+            f"| {r['workers']} | {r['wall_seconds']} | {r['oracle_runs']} | "
+            f"{base / r['wall_seconds']:.2f}× | {r['bytes_per_sample']:.0f} | "
+            f"{r['payload_is_needed_files']} |"
+        )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Per-sample cost of the host runner's boundary (namespace or supervisor) on a trivial command.
 
-    PYTHONPATH=src python benchmarks/host_sample_overhead.py --isolation namespace --samples 50
+PYTHONPATH=src python benchmarks/host_sample_overhead.py --isolation namespace --samples 50
 """
 
 from __future__ import annotations

@@ -41,12 +41,31 @@ def uptime() -> str:
         return "uptime unavailable"
 
 
-def reduce(src: Path, work: Path, command: str, match: str, timeout: float, jobs: int,
-           extra: list[str]) -> dict[str, Any]:
+def reduce(
+    src: Path, work: Path, command: str, match: str, timeout: float, jobs: int, extra: list[str]
+) -> dict[str, Any]:
     out = work / f"out-{jobs}"
-    argv = [sys.executable, "-m", "repomin", "reduce", str(src), "-o", str(out), "--force",
-            "--command", command, "--match", match, "--timeout", str(timeout),
-            "--jobs", str(jobs), "--no-session", "-q", *extra]
+    argv = [
+        sys.executable,
+        "-m",
+        "repomin",
+        "reduce",
+        str(src),
+        "-o",
+        str(out),
+        "--force",
+        "--command",
+        command,
+        "--match",
+        match,
+        "--timeout",
+        str(timeout),
+        "--jobs",
+        str(jobs),
+        "--no-session",
+        "-q",
+        *extra,
+    ]
     env = {"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin:/usr/local/bin"}
     started = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=3600)
@@ -91,8 +110,15 @@ def main() -> None:
         rows: list[dict[str, Any]] = []
         for rep in range(a.repeat):
             for jobs in settings if rep % 2 == 0 else settings[::-1]:
-                row = reduce(src, root, command, case.contract.match,
-                             case.contract.timeout + a.sleep, jobs, extra)
+                row = reduce(
+                    src,
+                    root,
+                    command,
+                    case.contract.match,
+                    case.contract.timeout + a.sleep,
+                    jobs,
+                    extra,
+                )
                 row["repeat"] = rep
                 rows.append(row)
                 print(json.dumps(row), flush=True)

@@ -48,9 +48,26 @@ def command(sleep: float, flaky: bool) -> str:
 def reduce(src: Path, out: Path, cmd: str, jobs: int, passes: str) -> dict[str, float]:
     start = time.monotonic()
     subprocess.run(
-        [sys.executable, "-m", "repomin", "reduce", str(src), "-o", str(out), "--force",
-         "--command", cmd, "--match", "BUG", "--jobs", str(jobs), "--no-session", "-q",
-         "--passes", passes],
+        [
+            sys.executable,
+            "-m",
+            "repomin",
+            "reduce",
+            str(src),
+            "-o",
+            str(out),
+            "--force",
+            "--command",
+            cmd,
+            "--match",
+            "BUG",
+            "--jobs",
+            str(jobs),
+            "--no-session",
+            "-q",
+            "--passes",
+            passes,
+        ],
         check=True,
     )
     wall = time.monotonic() - start
@@ -84,17 +101,22 @@ def main() -> None:
         print(f"case: {args.files} files, 3 needed, {args.sleep}s per run, passes {args.passes}")
         print(f"{'run':<28}{'wall s':>8}{'runs':>7}{'accepted':>10}{'files':>7}{'bytes':>7}")
         for name, r in (("deterministic --jobs 1", r1), ("deterministic --jobs 2", r2)):
-            print(f"{name:<28}{r['wall']:8.1f}{r['runs']:7.0f}{r['accepted']:10.0f}"
-                  f"{r['files']:7.0f}{r['bytes']:7.0f}")
-        print(f"wall time ratio jobs1/jobs2: {r1['wall'] / r2['wall']:.2f}x "
-              f"(same payload: {same})")
+            print(
+                f"{name:<28}{r['wall']:8.1f}{r['runs']:7.0f}{r['accepted']:10.0f}"
+                f"{r['files']:7.0f}{r['bytes']:7.0f}"
+            )
+        print(f"wall time ratio jobs1/jobs2: {r1['wall'] / r2['wall']:.2f}x (same payload: {same})")
         fl = reduce(src, work / "fl", command(args.sleep, flaky=True), 2, args.passes)
-        print(f"{'flaky (p~0.6) --jobs 2':<28}{fl['wall']:8.1f}{fl['runs']:7.0f}"
-              f"{fl['accepted']:10.0f}{fl['files']:7.0f}{fl['bytes']:7.0f}")
+        print(
+            f"{'flaky (p~0.6) --jobs 2':<28}{fl['wall']:8.1f}{fl['runs']:7.0f}"
+            f"{fl['accepted']:10.0f}{fl['files']:7.0f}{fl['bytes']:7.0f}"
+        )
         det_rpa = r2["search_runs"] / max(1, r2["accepted"])
         fl_rpa = fl["search_runs"] / max(1, fl["accepted"])
-        print(f"search runs per accepted mutation: deterministic {det_rpa:.1f}, "
-              f"flaky {fl_rpa:.1f} (ratio {fl_rpa / det_rpa:.1f}x)")
+        print(
+            f"search runs per accepted mutation: deterministic {det_rpa:.1f}, "
+            f"flaky {fl_rpa:.1f} (ratio {fl_rpa / det_rpa:.1f}x)"
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -103,25 +103,50 @@ def main() -> None:
         for rep in range(a.repeat):
             spans.clear()
             t0[0] = time.monotonic()
-            argv = ["reduce", str(src), "-o", str(root / f"out{rep}"), "--force",
-                    "--command", case.contract.command, "--match", str(case.contract.match),
-                    "--timeout", str(case.contract.timeout), "--jobs", str(a.jobs),
-                    "--no-session", "-q", *case.repomin_args]
+            argv = [
+                "reduce",
+                str(src),
+                "-o",
+                str(root / f"out{rep}"),
+                "--force",
+                "--command",
+                case.contract.command,
+                "--match",
+                str(case.contract.match),
+                "--timeout",
+                str(case.contract.timeout),
+                "--jobs",
+                str(a.jobs),
+                "--no-session",
+                "-q",
+                *case.repomin_args,
+            ]
             with contextlib.suppress(SystemExit):
                 cli(argv)
             wall = time.monotonic() - t0[0]
             spans.sort()
             per, lonely = alone(spans)
-            print(f"case {a.case}, --jobs {a.jobs}: wall {wall:.2f} s, {len(spans)} samples, "
-                  f"first at {spans[0][0]:.2f} s")
-            print("  seconds with k samples in flight:",
-                  {k: round(v, 2) for k, v in occupancy(spans).items()})
-            print("  idle-slot seconds by phase (its samples alone):",
-                  {k: round(v, 2) for k, v in sorted(per.items(), key=lambda kv: -kv[1])
-                   if v >= 0.005},
-                  f"total {sum(per.values()):.2f}")
-            print(f"  samples always alone: {len(lonely)}:",
-                  ", ".join(sid.rsplit("-", 1)[0] for _, _, sid in lonely))
+            print(
+                f"case {a.case}, --jobs {a.jobs}: wall {wall:.2f} s, {len(spans)} samples, "
+                f"first at {spans[0][0]:.2f} s"
+            )
+            print(
+                "  seconds with k samples in flight:",
+                {k: round(v, 2) for k, v in occupancy(spans).items()},
+            )
+            print(
+                "  idle-slot seconds by phase (its samples alone):",
+                {
+                    k: round(v, 2)
+                    for k, v in sorted(per.items(), key=lambda kv: -kv[1])
+                    if v >= 0.005
+                },
+                f"total {sum(per.values()):.2f}",
+            )
+            print(
+                f"  samples always alone: {len(lonely)}:",
+                ", ".join(sid.rsplit("-", 1)[0] for _, _, sid in lonely),
+            )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
