@@ -22,6 +22,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,15 +112,7 @@ class HostRunner:
         work.mkdir()
         scratch.mkdir()
         materialise(tree, work)
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
-            "HOME": str(scratch),
-            "TMPDIR": str(scratch),
-            "TMP": str(scratch),
-            "TEMP": str(scratch),
-            "LANG": "C.UTF-8",
-            **request.env,
-        }
+        env = _sample_env(scratch, request.env)
         out_path, err_path = sample_dir / "stdout", sample_dir / "stderr"
         hidden = sandbox.hidden_paths(self._hide, self._visible) if self._hide else []
         status_r, status_w = os.pipe()
@@ -134,43 +127,20 @@ class HostRunner:
         )
         start = time.monotonic()
         try:
-            with open(out_path, "wb") as out, open(err_path, "wb") as err:
-                try:
-                    proc = subprocess.Popen(
-                        argv,
-                        cwd=work,
-                        env=env,
-                        stdin=subprocess.DEVNULL,
-                        stdout=out,
-                        stderr=err,
-                        start_new_session=True,
-                        pass_fds=(status_w, info_w) if namespace else (status_w,),
-                    )
-                finally:
-                    os.close(status_w)
-                    os.close(info_w)
-                with self._lock:
-                    self._live.add(proc.pid)
-                record = sandbox.record_sample(self._base, proc.pid)
-                try:
-                    ended = self._wait(proc, request.timeout, info_r)
-                finally:
-                    _kill_group(proc.pid)
-                    with self._lock:
-                        self._live.discard(proc.pid)
-                    record.unlink(missing_ok=True)
+            ended = self._execute(
+                argv,
+                work,
+                env,
+                out_path,
+                err_path,
+                status_w=status_w,
+                info_w=info_w,
+                info_r=info_r,
+                namespace=namespace,
+                timeout=request.timeout,
+            )
             duration = time.monotonic() - start
-            # Written before the supervisor exited; never wait for a straggler holding the pipe.
-            os.set_blocking(status_r, False)
-            report_bytes = b""
-            with contextlib.suppress(BlockingIOError):
-                report_bytes = os.read(status_r, 64)
-            reported = sandbox.decode_status(report_bytes) if report_bytes else None
-            rc = ended.exit_code
-            if ended.timed_out:
-                rc = -signal.SIGKILL  # killed by ReproMin at the timeout
-            elif reported is not None:
-                rc = reported
+            rc = _exit_code(ended, status_r)
             stdout, stderr = _read_bounded(out_path), _read_bounded(err_path)
         finally:
             os.close(status_r)
@@ -190,6 +160,48 @@ class HostRunner:
             workdir=str(work),
             cpu_seconds=ended.cpu_seconds,
         )
+
+    def _execute(
+        self,
+        argv: list[str],
+        work: Path,
+        env: dict[str, str],
+        out_path: Path,
+        err_path: Path,
+        *,
+        status_w: int,
+        info_w: int,
+        info_r: int,
+        namespace: bool,
+        timeout: float,
+    ) -> _Ended:
+        """Start the sample's process group (output to ``out_path``/``err_path``; the write
+        ends of the pipes are closed once it started), wait for it and kill what is left."""
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            try:
+                proc = subprocess.Popen(
+                    argv,
+                    cwd=work,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    start_new_session=True,
+                    pass_fds=(status_w, info_w) if namespace else (status_w,),
+                )
+            finally:
+                os.close(status_w)
+                os.close(info_w)
+            with self._lock:
+                self._live.add(proc.pid)
+            record = sandbox.record_sample(self._base, proc.pid)
+            try:
+                return self._wait(proc, timeout, info_r)
+            finally:
+                _kill_group(proc.pid)
+                with self._lock:
+                    self._live.discard(proc.pid)
+                record.unlink(missing_ok=True)
 
     def _wait(self, proc: subprocess.Popen[bytes], timeout: float, info_r: int) -> _Ended:
         """Wait for the sample's leader with ``wait4``; at the timeout stop the sample so that
@@ -238,6 +250,37 @@ class _Ended:
     exit_code: int
     cpu_seconds: float | None
     timed_out: bool
+
+
+def _sample_env(scratch: Path, explicit: Mapping[str, str]) -> dict[str, str]:
+    """The sample's environment: ReproMin's own variables (:data:`IMPLICIT_ENVIRONMENT`,
+    pointing into ``scratch``), overridden by the request's ``explicit`` ones."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        "HOME": str(scratch),
+        "TMPDIR": str(scratch),
+        "TMP": str(scratch),
+        "TEMP": str(scratch),
+        "LANG": "C.UTF-8",
+        **explicit,
+    }
+
+
+def _exit_code(ended: _Ended, status_r: int) -> int:
+    """The sample's exit code: SIGKILL at a timeout, else what the supervisor reported on the
+    status pipe, else the leader's own."""
+    # Written before the supervisor exited; never wait for a straggler holding the pipe.
+    os.set_blocking(status_r, False)
+    report_bytes = b""
+    with contextlib.suppress(BlockingIOError):
+        report_bytes = os.read(status_r, 64)
+    reported = sandbox.decode_status(report_bytes) if report_bytes else None
+    rc = ended.exit_code
+    if ended.timed_out:
+        rc = -signal.SIGKILL  # killed by ReproMin at the timeout
+    elif reported is not None:
+        rc = reported
+    return rc
 
 
 def _reap(proc: subprocess.Popen[bytes], timeout: float | None) -> tuple[int, float] | None:
