@@ -78,6 +78,20 @@ STRATEGIES = {
 }
 
 
+def _check_choices(
+    jobs: int, transport: str | None, strategy: str | None, fresh_container: bool
+) -> None:
+    """The runner's choices are usage errors before anything else is checked."""
+    if jobs < 1:
+        raise UsageError(f"--jobs {jobs} must be at least 1")
+    if transport not in (None, "bind", "stream"):
+        raise UsageError(f"tree transport {transport!r} is not 'bind' or 'stream'")
+    if strategy not in (None, "agent", "exec"):
+        raise UsageError(f"Docker strategy {strategy!r} is not 'agent' or 'exec'")
+    if strategy is not None and fresh_container:
+        raise UsageError("a Docker strategy and --fresh-container exclude each other")
+
+
 @dataclass(eq=False)
 class _Slot:
     index: int
@@ -109,14 +123,7 @@ class DockerRunner:
         tmp_size: LimitSpec = None,
         work_size: LimitSpec = None,
     ) -> None:
-        if jobs < 1:
-            raise UsageError(f"--jobs {jobs} must be at least 1")
-        if transport not in (None, "bind", "stream"):
-            raise UsageError(f"tree transport {transport!r} is not 'bind' or 'stream'")
-        if strategy not in (None, "agent", "exec"):
-            raise UsageError(f"Docker strategy {strategy!r} is not 'agent' or 'exec'")
-        if strategy is not None and fresh_container:
-            raise UsageError("a Docker strategy and --fresh-container exclude each other")
+        _check_choices(jobs, transport, strategy, fresh_container)
         settings = functools.partial(
             parse_limits,
             network=network,
@@ -155,6 +162,22 @@ class DockerRunner:
         self._scratch = ScratchRoot(session_label)
         self._engine = Engine(self.api, self.image_id, self.limits, session_label, self._scratch)
         atexit.register(self.close)
+        self._start_up(transport, strategy)
+
+    @property
+    def engine(self) -> Engine:
+        assert self._engine is not None
+        return self._engine
+
+    @property
+    def transport(self) -> str:
+        return self.engine.transport
+
+    # -- set-up ------------------------------------------------------------------------------
+
+    def _start_up(self, transport: str | None, strategy: str | None) -> None:
+        """:meth:`_set_up`, closing the runner if it fails; an engine error becomes a usage
+        error (settings the engine rejects) or an infrastructure error, one readable line."""
         try:
             self._set_up(transport, strategy)
         except APIError as exc:
@@ -174,17 +197,6 @@ class DockerRunner:
         except BaseException:
             self.close()
             raise
-
-    @property
-    def engine(self) -> Engine:
-        assert self._engine is not None
-        return self._engine
-
-    @property
-    def transport(self) -> str:
-        return self.engine.transport
-
-    # -- set-up ------------------------------------------------------------------------------
 
     def _set_up(self, transport: str | None, strategy: str | None) -> None:
         """Choose the tree transport and the strategy, and start the first worker.
