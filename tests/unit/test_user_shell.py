@@ -172,7 +172,12 @@ STRACE_LOG = b"\n".join(
 
 
 def test_the_trace_names_each_outside_path_once_with_what_its_first_call_found() -> None:
-    found = outside_accesses(STRACE_LOG.splitlines(), ["/t"], "/h")
+    own = [
+        b'1234 openat(AT_FDCWD</t>, "/proc/1234/maps", O_RDONLY) = 3</proc/1234/maps>',
+        b'1234 openat(AT_FDCWD</t>, "/dev/shm/s/000001-trace", O_RDONLY) = 3',
+        b'1234 openat(AT_FDCWD</t>, "/tmp/sink/v8cov/c.json", O_WRONLY|O_CREAT) = 4',
+    ]
+    found = outside_accesses([*own, *STRACE_LOG.splitlines()], ["/t"], "/h", ["/tmp/sink"])
     assert found == (
         ("~/.v8flags.json", False),
         ("/usr/lib/libc.so.6", True),

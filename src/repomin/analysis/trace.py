@@ -188,16 +188,18 @@ def trace_opened_files(
     reproduced = reproduces(outcome) if reproduces is not None else None
     method, opened, reason, order, reached = _read_log(run, tree, forbidden)
     found = (method, opened, reason, run.duration, outcome.exit_code, reproduced, reached)
-    outside = _outside(run) if method == "strace" else ()
+    outside = _outside(run, sink) if method == "strace" else ()
     return TraceResult(*found, tuple(order), run.coverage, outside)
 
 
-def _outside(run: _TracedRun) -> tuple[tuple[str, bool], ...]:
-    """The log's accesses outside the tree (see :attr:`TraceResult.outside`)."""
+def _outside(run: _TracedRun, sink: str | None) -> tuple[tuple[str, bool], ...]:
+    """The log's accesses outside the tree (see :attr:`TraceResult.outside`), without
+    ReproMin's own: the sample's directory (the tree's parent: its scratch) and the log's."""
     files = run.files or {}
     home = files.get("home", b"").decode("utf-8", "surrogateescape").strip()
     roots = _roots(files, run.outcome.workdir)
-    return outside_accesses(files.get("log", b"").splitlines(), roots, home or None)
+    own = [os.path.dirname(r) for r in roots] + ([sink] if sink else [])
+    return outside_accesses(files.get("log", b"").splitlines(), roots, home or None, own)
 
 
 @dataclass(frozen=True, slots=True)
@@ -433,13 +435,24 @@ _RESULT = re.compile(rb"\)\s+=\s+(-?\d+)(?:\s+([A-Z]+))?")
 OUTSIDE_LIMIT = 2000
 
 
+#: Pseudo file systems: their paths name processes and devices of one run, not files a
+#: user's environment has or lacks.
+PSEUDO_ROOTS = ("/proc/", "/sys/", "/dev/")
+
+
 def outside_accesses(
-    lines: Iterable[bytes], roots: Sequence[str], home: str | None
+    lines: Iterable[bytes],
+    roots: Sequence[str],
+    home: str | None,
+    own: Sequence[str] = (),
 ) -> tuple[tuple[str, bool], ...]:
-    """Absolute paths a logged call named outside ``roots`` (the tree), each once in log order,
-    with whether that first call found it (a result >= 0; ``ENOENT``/``ENOTDIR``: not found;
-    any other error says nothing and is skipped). A path under ``home`` is written ``~/...``."""
-    prefixes = [os.path.normpath(r).rstrip("/") + "/" for r in roots if r.startswith("/")]
+    """Absolute paths a logged call named outside ``roots`` (the tree) and ``own`` (ReproMin's
+    directories) and off the pseudo file systems, each once in log order, with whether that
+    first call found it (a result >= 0; ``ENOENT``/``ENOTDIR``: not found; any other error
+    says nothing and is skipped). A path under ``home`` is written ``~/...``."""
+    kept = [*roots, *own]
+    prefixes = [os.path.normpath(r).rstrip("/") + "/" for r in kept if r.startswith("/")]
+    prefixes += PSEUDO_ROOTS
     home_prefix = os.path.normpath(home).rstrip("/") + "/" if home else None
     seen: dict[str, bool] = {}
     for line in lines:
