@@ -171,6 +171,7 @@ def run_case(case: Case, args: argparse.Namespace, work: Path) -> dict[str, Any]
         cap=args.cap,
         work=case_dir / "repomin",
         repomin_src=args.repomin_src,
+        final_grace=args.grace,
     )
     settings.work.mkdir(parents=True)
     started = time.monotonic()
@@ -270,6 +271,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--label", default=None)
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "repomin-bench")
     parser.add_argument("--work", type=Path, default=None, help="work trees (default: a temp dir)")
+    parser.add_argument(
+        "--grace",
+        type=float,
+        default=120.0,
+        help="seconds past the cap for the baseline's overrun and the final validation",
+    )
     parser.add_argument("--keep-final", type=Path, default=None, help="copy final trees here")
     parser.add_argument("--table-only", action="store_true", help="re-render OUT/table.md")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")

@@ -40,6 +40,8 @@ class Settings:
     work: Path
     repomin_python: str = sys.executable
     repomin_src: Path | None = None
+    #: Seconds ReproMin gets past ``--max-time`` for its final validation before the hard stop.
+    final_grace: float = 120.0
 
 
 @dataclass(slots=True)
@@ -239,7 +241,7 @@ class ReproMin:
         # --max-time bounds the search; final validation follows it, so the hard stop is later.
         done = run_capped(
             argv,
-            cap=settings.cap + 120.0,
+            cap=settings.cap + settings.final_grace,
             log=settings.work / "repomin.log",
             cwd=settings.work,
             env=self._env(settings),
