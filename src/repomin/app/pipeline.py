@@ -26,12 +26,12 @@ from repomin.analysis.trace import TraceResult, disabled, trace_opened_files
 from repomin.app.diagnose import watched_baseline
 from repomin.app.export import check_output_location, export_payload
 from repomin.app.options import ReduceOptions
+from repomin.app.pass_instances import pass_instances
 from repomin.app.progress import Progress
 from repomin.app.selection import Selection, SelectionOptions, select
 from repomin.app.session import Session, StoredBaseline
 from repomin.app.user_shell import ShellCheck, check_in_user_shell, plan, user_environment
 from repomin.errors import BaselineError, Interrupted, ReproMinError
-from repomin.passes.instances import pass_instances
 from repomin.report import execution as rx
 from repomin.report.build import ReportInputs, build_report
 from repomin.report.fingerprint import Fingerprint
