@@ -214,6 +214,12 @@ def run_case(case: Case, args: argparse.Namespace, work: Path) -> dict[str, Any]
     return result
 
 
+def _load(r: dict[str, Any]) -> str:
+    before = (r.get("load_before") or [None])[0]
+    after = (r.get("load_after") or [None])[0]
+    return f"{before} / {after}"
+
+
 def fmt_time(value: float | None) -> str:
     return "—" if value is None else f"{value:.0f} s"
 
@@ -221,8 +227,9 @@ def fmt_time(value: float | None) -> str:
 def render(results: list[dict[str, Any]], cases: dict[str, Case]) -> str:
     head = (
         "| case | kind | source files | final files | final bytes | expert min (files / B) "
-        "| runs | wall | to 2× files | to 2× bytes | by hand 3/3 | runs acc/rej by phase |\n"
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n"
+        "| runs | wall | to 2× files | to 2× bytes | by hand 3/3 | load 1-min before/after "
+        "| runs acc/rej by phase |\n"
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |\n"
     )
     lines = []
     for r in results:
@@ -232,7 +239,8 @@ def render(results: list[dict[str, Any]], cases: dict[str, Case]) -> str:
         if r.get("status") != "ok":
             lines.append(
                 f"| {r['case']} | {r.get('kind')} | {r.get('source', {}).get('files', '—')} "
-                f"| {r.get('status')}: {r.get('reason', '')} | | | | | | | | |"
+                f"| {r.get('status')}: {r.get('reason', '')} | | | | | | | | "
+                f"| {_load(r)} | |"
             )
             continue
         steps = r.get("timeline", [])
@@ -256,7 +264,8 @@ def render(results: list[dict[str, Any]], cases: dict[str, Case]) -> str:
         lines.append(
             f"| {r['case']} | {r['kind']} | {src['files']} | {r['final']['files']} "
             f"| {r['final']['bytes']} | {ef} / {eb} | {r.get('runs')} "
-            f"| {r['wall_seconds']:.0f} s{cap_flag} | {tf_s} | {tb_s} | {hand_s} | {acc_rej} |"
+            f"| {r['wall_seconds']:.0f} s{cap_flag} | {tf_s} | {tb_s} | {hand_s} | {_load(r)} "
+            f"| {acc_rej} |"
         )
     return head + "\n".join(lines) + "\n"
 
