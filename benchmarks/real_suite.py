@@ -164,7 +164,13 @@ def run_case(case: Case, args: argparse.Namespace, work: Path) -> dict[str, Any]
         return {**result, "status": "skipped", "reason": str(exc)}
     files, size = tree_size(src)
     result["source"] = {"files": files, "bytes": size}
-    if not check(case, src, 10):
+    # In a copy: the command may build in the tree (objects, a generated Makefile), and
+    # ReproMin must get the tree as fetched.
+    with tempfile.TemporaryDirectory(prefix="source-check-") as tmp:
+        copy = Path(tmp) / "tree"
+        shutil.copytree(src, copy, symlinks=True)
+        reproduces = check(case, copy, 10)
+    if not reproduces:
         return {**result, "status": "skipped", "reason": "the unreduced tree does not reproduce"}
     settings = Settings(
         jobs=args.jobs,
