@@ -314,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         results = [
             json.loads(p.read_text("utf-8"))
             for p in sorted(out.glob("*.json"))
-            if p.name != "run.json"
+            if not p.name.startswith("run")
         ]
         order = {c.name: i for i, c in enumerate(cases)}
         results.sort(key=lambda r: order.get(r["case"], len(order)))
