@@ -253,8 +253,10 @@ def render(results: list[dict[str, Any]], cases: dict[str, Case]) -> str:
         src = r["source"]
         tf = time_to(steps, "files", None if ef is None else 2 * ef, src["files"])
         tb = time_to(steps, "bytes", None if eb is None else 2 * eb, src["bytes"])
-        if not steps:
-            tf_s = tb_s = "no timeline"
+        if not steps and "timeline_note" in r:
+            tf_s = tb_s = "no timeline (no report)"
+        elif not steps:
+            tf_s = tb_s = "— (nothing accepted)"
         else:
             tf_s, tb_s = fmt_time(tf), fmt_time(tb)
         hand = r["by_hand"]
@@ -282,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--cases", default=None, help="comma-separated case names")
     parser.add_argument("--repomin-src", type=Path, default=None, help="checkout whose src runs")
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path, default=None, help="results directory")
     parser.add_argument("--label", default=None)
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "repomin-bench")
     parser.add_argument("--work", type=Path, default=None, help="work trees (default: a temp dir)")
@@ -308,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             parser.error(f"unknown case {unknown[0]!r}; available: {', '.join(by_name)}")
         cases = [by_name[n] for n in names]
+    if args.out is None:
+        parser.error("--out is required")
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     if args.table_only:
