@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -90,13 +91,19 @@ def test_repomin_md_commands_run_from_the_stated_directory(tmp_path: Path) -> No
     assert "parent of the directory this file is in" in md
     replay = _block_after(md, "Replay the failure")
     assert replay == "repomin report replay 'min out.repomin/report.json' --payload 'min out' --yes"
-    by_hand = _block_after(md, "run the command by hand")
+    by_hand = _block_after(md, "in the environment a sample gets")
     done = subprocess.run(
         ["sh", "-c", by_hand], cwd=parent, capture_output=True, text=True, timeout=30
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "FATAL: widget overflow\n"
     assert "home=/" in done.stderr and str(payload) not in done.stderr
+    assert f"home={os.environ.get('HOME')}\n" not in done.stderr  # a fresh HOME
+    own = _block_after(md, "in your own shell")
+    mine = subprocess.run(["sh", "-c", own], cwd=parent, capture_output=True, text=True, timeout=30)
+    assert mine.returncode == 0, mine.stderr
+    assert mine.stdout == "FATAL: widget overflow\n"
+    assert f"home={os.environ.get('HOME')}\n" in mine.stderr  # the reader's own HOME
     assert sorted(p.name for p in payload.iterdir()) == ["input.txt"]  # run on a copy
 
 
