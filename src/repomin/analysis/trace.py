@@ -449,7 +449,8 @@ def outside_accesses(
     """Absolute paths a logged call named outside ``roots`` (the tree) and ``own`` (ReproMin's
     directories) and off the pseudo file systems, each once in log order, with whether that
     first call found it (a result >= 0; ``ENOENT``/``ENOTDIR``: not found; any other error
-    says nothing and is skipped). A path under ``home`` is written ``~/...``."""
+    says nothing and is skipped). A path under ``home`` is written ``~/...`` and kept, even
+    where ``home`` lies inside ``own`` (the host runner's HOME is the sample's scratch)."""
     kept = [*roots, *own]
     prefixes = [os.path.normpath(r).rstrip("/") + "/" for r in kept if r.startswith("/")]
     prefixes += PSEUDO_ROOTS
@@ -463,10 +464,12 @@ def outside_accesses(
         if not found and result.group(2) not in (b"ENOENT", b"ENOTDIR"):
             continue
         norm = _call_path(m)
-        if norm is None or any((norm + "/").startswith(p) for p in prefixes):
+        if norm is None:
             continue
-        if home_prefix and (norm + "/").startswith(home_prefix):
+        if home_prefix and (norm + "/").startswith(home_prefix):  # HOME lies in ``own``
             norm = "~/" + norm[len(home_prefix) :] if norm + "/" != home_prefix else "~"
+        elif any((norm + "/").startswith(p) for p in prefixes):
+            continue
         seen.setdefault(norm, found)
     return tuple(seen.items())
 
