@@ -268,11 +268,13 @@ SDIST_TEST = "tornado.test.httputil_test"
 
 
 def fetch_sdist(package: str, version: str, cache: Path) -> Path:
-    """The sdist archive of ``package==version`` (downloaded once into ``cache``)."""
+    """The sdist archive of ``package==version``, ``.tar.gz`` or ``.zip`` (downloaded once into
+    ``cache``; names compared without case, as old sdists spell them either way)."""
     cache.mkdir(parents=True, exist_ok=True)
-    found = sorted(cache.glob(f"{package}-{version}.tar.gz"))
-    if found:
-        return found[0]
+    for pattern in (f"{package}-{version}.tar.gz", f"{package}-{version}.zip"):
+        found = sorted(p for p in cache.iterdir() if p.name.lower() == pattern.lower())
+        if found:
+            return found[0]
     with tempfile.TemporaryDirectory() as tmp:
         proc = subprocess.run(
             [
@@ -293,7 +295,7 @@ def fetch_sdist(package: str, version: str, cache: Path) -> Path:
             timeout=300,
             check=False,
         )
-        archives = list(Path(tmp).glob("*.tar.gz"))
+        archives = [p for p in Path(tmp).iterdir() if p.name.endswith((".tar.gz", ".zip"))]
         if proc.returncode != 0 or not archives:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
             raise CaseUnavailable(f"pip download {package}=={version} failed: {tail[0]}")

@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
 import zipfile
@@ -85,42 +84,6 @@ def _extract_zip(archive: Path, root: Path) -> None:
             target.write_bytes(zf.read(info))
             if (info.external_attr >> 16) & 0o111:
                 target.chmod(0o755)
-
-
-# -- Python sdists ---------------------------------------------------------------------------
-
-
-def fetch_sdist_archive(package: str, version: str, cache: Path) -> Path:
-    """The sdist of ``package==version``, ``.tar.gz`` or ``.zip`` (downloaded once)."""
-    cache.mkdir(parents=True, exist_ok=True)
-    for pattern in (f"{package}-{version}.tar.gz", f"{package}-{version}.zip"):
-        found = sorted(p for p in cache.iterdir() if p.name.lower() == pattern.lower())
-        if found:
-            return found[0]
-    with tempfile.TemporaryDirectory() as tmp:
-        run_client(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                "--no-binary",
-                ":all:",
-                "--disable-pip-version-check",
-                "-d",
-                tmp,
-                f"{package}=={version}",
-            ],
-            f"pip download {package}=={version}",
-            timeout=300,
-        )
-        archives = [p for p in Path(tmp).iterdir() if p.name.endswith((".tar.gz", ".zip"))]
-        if not archives:
-            raise CaseUnavailable(f"pip download {package}=={version} gave no sdist")
-        target = cache / archives[0].name
-        shutil.move(str(archives[0]), target)
-        return target
 
 
 # -- Debian source packages ------------------------------------------------------------------

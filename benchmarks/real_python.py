@@ -28,9 +28,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cases import PYTHON, Case
+from cases import PYTHON, Case, fetch_sdist
 from interesting import Contract
-from real_fetch import expert_builder, extract, fetch_sdist_archive
+from real_fetch import expert_builder, extract
 
 URLLIB3 = ("urllib3", "1.10.4")
 KOMBU = ("kombu", "3.0.37")
@@ -46,7 +46,7 @@ def _sdist(
     spec: tuple[str, str], cache: Path, extra: dict[str, str] | None = None
 ) -> Callable[[Path], None]:
     def build(root: Path) -> None:
-        extract(fetch_sdist_archive(*spec, cache), root)
+        extract(fetch_sdist(*spec, cache), root)
         for rel, text in (extra or {}).items():
             (root / rel).write_text(text, "utf-8")
 
