@@ -4,7 +4,6 @@ validator's rules on the report's ``user_shell`` record, and the trace's outside
 from __future__ import annotations
 
 import copy
-import math
 import os
 from pathlib import Path
 from typing import Any
@@ -243,4 +242,4 @@ def test_a_flaky_plan_with_too_few_runs_breaks_the_plan_rule() -> None:
         outcomes=["did not reproduce (exit 0)"] * planned,
     )
     assert check_user_shell(report) == []
-    assert math.isfinite(planned) and planned > 3
+    assert planned > 3
