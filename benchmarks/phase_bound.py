@@ -38,7 +38,7 @@ import repomin.passes.jsunits as jsunits_module
 import repomin.passes.lines as lines_module
 import repomin.passes.python_ast as python_module
 from repomin.cli.main import main as repomin_main
-from repomin.passes.deletion.learning import SearchStats, learn_delete
+from repomin.search.deletion.learning import SearchStats, learn_delete
 
 Record = tuple[str, int, int, int]  # phase, N, k, proposals
 

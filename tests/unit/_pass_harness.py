@@ -9,16 +9,19 @@ subprocess), so ``jobs=2`` exercises speculative evaluation too.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TypeVar
 
 from repomin.failure.contract import FailureContract, FailureSpec
-from repomin.passes.base import Pass
+from repomin.passes import REGISTRY, STALL_ONLY
 from repomin.sampling.accounting import Ledger
 from repomin.sampling.oracle import Oracle, SamplingConfig
-from repomin.search.reducer import Reduction, run_passes
+from repomin.search.problem import Pass, ProblemDefaults
+from repomin.search.reducer import Background, Reduction, run_passes
 from repomin.tree import Entry, Tree
 from tests.conftest import FakeRunner
 
+T = TypeVar("T")
 Predicate = Callable[[Tree], bool]
 
 
@@ -37,8 +40,9 @@ def smaller(tree: Tree, than: Tree) -> bool:
     )
 
 
-class PredicateProblem:
-    """A ``Problem`` whose oracle is a Python predicate (counts every call)."""
+class PredicateProblem(ProblemDefaults):
+    """A ``Problem`` whose oracle is a Python predicate (counts every call in ``calls``;
+    ``runs``, what budgets count, stays 0 unless ``count_runs``)."""
 
     def __init__(
         self,
@@ -46,6 +50,7 @@ class PredicateProblem:
         predicate: Predicate,
         protected: Callable[[str], bool] = lambda _: False,
     ) -> None:
+        self.count_runs = False
         self._current = tree
         self.predicate = predicate
         self._protected = protected
@@ -56,6 +61,10 @@ class PredicateProblem:
     @property
     def current(self) -> Tree:
         return self._current
+
+    @property
+    def runs(self) -> int:
+        return self.calls if self.count_runs else 0
 
     def protected(self, path: str) -> bool:
         return self._protected(path)
@@ -71,6 +80,34 @@ class PredicateProblem:
                 self.accepted.append((phase, description))
                 return pos
         return None
+
+
+class BesideProblem(PredicateProblem):
+    """A predicate problem with two batch slots, whose background work (``later``) runs in a
+    thread of its own until settled, as the reduction's does with ``--jobs 2`` and a
+    deterministic command."""
+
+    batch_width = 2
+
+    def __init__(
+        self,
+        tree: Tree,
+        predicate: Predicate,
+        protected: Callable[[str], bool] = lambda _: False,
+    ) -> None:
+        super().__init__(tree, predicate, protected)
+        self.background = Background(lambda: True)
+
+    def later(self, phase: str, work: Callable[[], T], finish: Callable[[T], None]) -> None:
+        self.background.later(phase, work, finish)
+
+    def settle(self, phase: str, propose: bool = True) -> None:
+        self.background.settle(phase, propose)
+
+
+def fresh(schedule: Sequence[str]) -> dict[str, Pass]:
+    """A new, unwired instance of each pass named in ``schedule`` (for ``run_passes``)."""
+    return {name: REGISTRY[name]() for name in schedule}
 
 
 def reduce_in_process(
@@ -110,5 +147,5 @@ def reduce_with_reduction(
     reduction = Reduction(
         initial=tree, oracle=oracle, ledger=ledger, jobs=jobs, protected=lambda _: False
     )
-    result = run_passes(reduction, tuple(passes), passes=passes)
+    result = run_passes(reduction, tuple(passes), passes=passes, stall_only=STALL_ONLY)
     return result.tree, ledger

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import ClassVar
 
-from repomin.passes.base import Problem
+from repomin.search.problem import Problem
 from repomin.tree import Tree
 
 

@@ -14,12 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from repomin.analysis.trace import TraceResult
-from repomin.passes.base import Combine, Speculate
-from repomin.passes.deletion.belief import PRIOR_MAX, TRUST, Belief, TieredBelief
-from repomin.passes.deletion.learning import SearchStats, learn_delete
 from repomin.passes.files import DeleteFiles
 from repomin.passes.hints import SearchHints
 from repomin.passes.lines import DeleteLines
+from repomin.search.deletion.belief import PRIOR_MAX, TRUST, Belief, TieredBelief
+from repomin.search.deletion.learning import SearchStats, learn_delete
+from repomin.search.problem import Combine, Speculate
 from repomin.tree import Tree
 from tests.unit._pass_harness import (
     PredicateProblem,

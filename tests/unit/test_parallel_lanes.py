@@ -19,6 +19,7 @@ from repomin.search.reducer import Reduction, ReductionResult, run_passes
 from repomin.tree import Entry, Tree
 from tests.conftest import fake_oracle
 from tests.stub_runner import StubRunner
+from tests.unit._pass_harness import fresh
 
 
 class KeyedRunner(StubRunner):
@@ -212,7 +213,12 @@ def _reduce(
     red = Reduction(
         initial=tree, oracle=oracle, ledger=ledger, jobs=jobs, protected=lambda p: False
     )
-    return run_passes(red, ("files", "lines")), ledger, oracle, runner
+    return (
+        run_passes(red, ("files", "lines"), passes=fresh(("files", "lines"))),
+        ledger,
+        oracle,
+        runner,
+    )
 
 
 def _decisions(ledger: Ledger) -> list[tuple[str, str, int, int]]:
@@ -266,8 +272,8 @@ def test_a_budget_stop_mid_race_keeps_the_accounting() -> None:
 def test_the_ordered_view_forwards_the_chain_width() -> None:
     """``ordered`` searches one file through a budget view: without the forward its learning
     searches would go one candidate at a time under a flaky command."""
-    from repomin.passes.deletion.chain import chained
-    from repomin.passes.ordered import focus
+    from repomin.search.breadth import chain_width
+    from repomin.search.view import focus
 
     runner = KeyedRunner(_rate)
     oracle = fake_oracle(runner, SamplingConfig(), timeout=10, jobs=4)
@@ -275,4 +281,4 @@ def test_the_ordered_view_forwards_the_chain_width() -> None:
     oracle.run_baseline(tree, 4)
     red = Reduction(initial=tree, oracle=oracle, ledger=Ledger(), jobs=4, protected=lambda p: False)
     assert red.chain_width == 4
-    assert chained(focus(red, "d1/f1.txt", 10))
+    assert chain_width(focus(red, "d1/f1.txt", 10)) == 4

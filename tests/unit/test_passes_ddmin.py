@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 
 import pytest
 
-from repomin.passes.base import ddmin_delete
+from repomin.search.deletion.ddmin import ddmin_delete
 from repomin.tree import Tree
 from tests.unit._pass_harness import PredicateProblem, text_tree
 

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import repomin.passes.lines as lines_module
-from repomin.passes.base import Combine, Problem, Speculate
 from repomin.passes.lines import DeleteLines
+from repomin.search.problem import Combine, Problem, Speculate
 from repomin.tree import Tree
 from tests.unit._pass_harness import (
     PredicateProblem,

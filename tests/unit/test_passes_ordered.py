@@ -12,10 +12,11 @@ import pytest
 from repomin.analysis.trace import TraceResult, strace_order
 from repomin.passes.hints import SearchHints
 from repomin.passes.lines import DeleteLines
-from repomin.passes.ordered import TraceOrder, Unsettled, focus, wrap_unsettled
+from repomin.passes.ordered import TraceOrder, Unsettled, wrap_unsettled
 from repomin.passes.trace import TraceCut
+from repomin.search.view import focus
 from repomin.tree import Tree
-from tests.unit._pass_harness import PredicateProblem, text_tree
+from tests.unit._pass_harness import BesideProblem, PredicateProblem, text_tree
 
 ROOT = "/dev/shm/s/tree"
 
@@ -167,23 +168,11 @@ def test_focus_protects_every_other_file() -> None:
     assert view.current is problem.current
 
 
-class _Counted:
-    """``oracle.samples`` for the predicate problem: its predicate calls."""
-
-    def __init__(self, problem: PredicateProblem) -> None:
-        self.problem = problem
-
-    @property
-    def samples(self) -> int:
-        return self.problem.calls
-
-
-class _Batched(PredicateProblem):
+class _Batched(BesideProblem):
     """A problem with two slots (``try_batch``, as the reducer offers with ``--jobs 2``): each
     candidate of a batch is decided in turn against the incumbent, the first accepted one is
-    adopted and the rest are left undecided (a valid, if unfolded, answer)."""
-
-    batch_width = 2
+    adopted and the rest are left undecided (a valid, if unfolded, answer); background work
+    runs in a thread until settled."""
 
     def try_batch(
         self,
@@ -229,7 +218,7 @@ def test_a_budget_keeps_a_large_file_from_holding_up_the_chain(
 
     ordered, instances, problem = _ordered(tree, batched)
     problem.predicate = fails
-    problem.oracle = _Counted(problem)  # type: ignore[attr-defined]
+    problem.count_runs = True  # the budget counts the predicate's calls
     instances["trace"].run(problem)  # type: ignore[attr-defined]
     ordered.run(problem)
     worked = [path for path, *_ in ordered.log]
@@ -268,8 +257,7 @@ def test_the_view_forwards_only_what_it_names() -> None:
     # A blanket forward would let a future Problem method decide candidates past the budget.
     problem = PredicateProblem(text_tree({"a.txt": "x\n"}), lambda _t: True)
     view = focus(problem, "a.txt", budget=1)
-    assert view.batch_width == 1
-    assert view.ledger is None and view.oracle is None
+    assert view.batch_width == 1 and view.runs == 0 and view.after(2) == []
     assert problem.accepted == []  # the problem has it; the view does not hand it on
     with pytest.raises(AttributeError):
         view.accepted  # noqa: B018
@@ -288,19 +276,17 @@ def test_with_two_slots_the_retrace_runs_beside_the_next_files_samples(
         background.append(threading.current_thread() is not threading.main_thread())
         return _trace(t)
 
-    real_start, real_finish = TraceCut.start, TraceCut.finish
+    real_retrace, real_finish = TraceCut.retrace, TraceCut.finish
 
-    def start(self: TraceCut, p: Any) -> Any:
-        retrace = real_start(self, p)
-        if retrace is not None:
-            at_start[retrace.number] = problem.calls
-        return retrace
+    def start(self: TraceCut, p: Any, owner: str) -> None:
+        at_start[self.retraces + 1] = problem.calls  # the number it takes if one is due
+        real_retrace(self, p, owner)
 
     def finish(self: TraceCut, p: Any, result: TraceResult, number: int) -> None:
         between.append(problem.calls - at_start[number])
         real_finish(self, p, result, number)
 
-    monkeypatch.setattr(TraceCut, "start", start)
+    monkeypatch.setattr(TraceCut, "retrace", start)
     monkeypatch.setattr(TraceCut, "finish", finish)
     ordered.hints.retrace = retrace
     instances["trace"].run(problem)  # type: ignore[attr-defined]
@@ -308,9 +294,9 @@ def test_with_two_slots_the_retrace_runs_beside_the_next_files_samples(
     # every re-trace but the last file's ran beside the next file's samples; the last one is
     # left to the driver, which settles it after the next pass that draws samples
     assert len(background) >= 2 and all(background)
-    assert all(n > 0 for n in between) and ordered.pending()
-    ordered.settle(problem)
-    assert not ordered.pending() and between[-1] == 0  # here nothing ran beside it
+    assert all(n > 0 for n in between) and problem.background.waiting("ordered")
+    problem.settle("ordered")
+    assert not problem.background.waiting("ordered") and between[-1] == 0  # nothing beside
     assert set(problem.current.entries) == {"main.txt", "lib.txt", "deep.txt"}
     assert problem.current["main.txt"].data == b"load lib.txt\n"
     # heavy0.txt came next in the older order: deleted whole by one run, then the cut took
@@ -340,5 +326,5 @@ def test_a_stopped_search_waits_for_the_background_retrace_and_proposes_nothing(
     instances["trace"].run(problem)  # type: ignore[attr-defined]
     with pytest.raises(StopSearch):
         ordered.run(problem)
-    assert len(traced) == 1 and ordered._pending is None
+    assert len(traced) == 1 and not problem.background.waiting("ordered")
     assert "heavy1.txt" in problem.current.entries  # no cut was proposed

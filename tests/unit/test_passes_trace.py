@@ -21,7 +21,7 @@ from repomin.passes.trace import TraceCut, kept_by_trace
 from repomin.runners.base import Outcome, RunRequest
 from repomin.runners.host import HostRunner
 from repomin.tree import Entry, Tree
-from tests.unit._pass_harness import PredicateProblem, text_tree
+from tests.unit._pass_harness import BesideProblem, PredicateProblem, text_tree
 
 ROOT = "/dev/shm/s/tree"
 
@@ -320,14 +320,14 @@ def test_retrace_that_does_not_reproduce_is_not_used() -> None:
     assert problem.calls == 0 and set(problem.current.entries) == {"main.txt", "a", "b"}
 
 
-class _TwoSlots(PredicateProblem):
-    batch_width = 2  # as the reducer offers with --jobs 2 and a deterministic command
+class _TwoSlots(BesideProblem):
+    """Background work in a thread, as the reducer does with --jobs 2 and a deterministic
+    command."""
 
 
 def test_with_two_slots_a_round_start_retrace_runs_in_the_background_until_settled() -> None:
     import threading
 
-    from repomin.passes.base import Deferred
     from repomin.passes.hints import SearchHints
 
     tree = text_tree({"main.txt": "load x.txt\nload y.txt\nBUG\n", "x.txt": "", "y.txt": ""})
@@ -342,18 +342,18 @@ def test_with_two_slots_a_round_start_retrace_runs_in_the_background_until_settl
     cut = TraceCut(TraceResult("strace", _loads(tree), "ok"))
     cut.hints = SearchHints(retrace=retrace)
     problem = _TwoSlots(tree, lambda t: "main.txt" in t.entries)
-    assert isinstance(cut, Deferred)
     cut.run(problem)  # the first cut uses the first trace: nothing to wait for
-    assert not cut.pending() and not threads
+    assert not problem.background.waiting("trace") and not threads
     problem._current = problem.current.replace("main.txt", b"load x.txt\nBUG\n")
     cut.run(problem)  # returns while the traced run is still going
-    assert cut.pending() and problem.calls == 0
+    assert problem.background.waiting("trace") and problem.calls == 0
     assert set(problem.current.entries) == {"main.txt", "x.txt", "y.txt"}
     release.set()
-    cut.settle(problem)
+    problem.settle("trace")
     assert threads == [False]  # it ran beside the caller, not on its thread
-    assert not cut.pending() and set(problem.current.entries) == {"main.txt", "x.txt"}
-    cut.settle(problem)  # nothing pending: nothing happens
+    assert not problem.background.waiting("trace")
+    assert set(problem.current.entries) == {"main.txt", "x.txt"}
+    problem.settle("trace")  # nothing pending: nothing happens
     assert problem.calls == 1
 
 
@@ -373,6 +373,6 @@ def test_a_dropped_background_retrace_proposes_nothing() -> None:
     cut.run(problem)
     problem._current = problem.current.replace("main.txt", b"load\n")
     cut.run(problem)
-    cut.drop()
-    assert len(traced) == 1 and not cut.pending()
+    problem.background.drop()
+    assert len(traced) == 1 and not problem.background.waiting("trace")
     assert problem.calls == 0 and set(problem.current.entries) == {"main.txt", "a", "b"}

@@ -6,11 +6,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from repomin.passes import STALL_ONLY
 from repomin.sampling.accounting import Ledger
 from repomin.sampling.oracle import Budget, Oracle, Sampling, SamplingConfig
-from repomin.search.reducer import Reduction, ReductionResult, run_passes
+from repomin.search.reducer import Background, Reduction, ReductionResult, run_passes
 from repomin.tree import Entry, Tree
 from tests.conftest import FakeRunner, fake_oracle
+from tests.unit._pass_harness import fresh
 
 
 def reduce_tree(
@@ -41,7 +43,12 @@ def reduce_tree(
         jobs=jobs,
         protected=lambda p: any(p == k or k.startswith(p + "/") for k in keep),
     )
-    return run_passes(red, ("files", "lines")), ledger, oracle, runner
+    return (
+        run_passes(red, ("files", "lines"), passes=fresh(("files", "lines"))),
+        ledger,
+        oracle,
+        runner,
+    )
 
 
 def _tree(n: int) -> Tree:
@@ -203,33 +210,30 @@ def test_a_pass_stopped_by_the_budget_reports_its_real_duration() -> None:
 
 
 class _Later:
-    """A deferred pass: ``run`` only notes the tree; ``settle`` (after the next pass) deletes
-    one file of it -- a background result proposed late, as the re-traced cut does."""
+    """A pass that leaves work beside the search (``problem.later``): ``run`` only notes the
+    tree; the work's finish (settled after the next pass) deletes one file of it -- a
+    background result proposed late, as the re-traced cut does."""
 
     name = "later"
 
     def __init__(self, log: list[str]) -> None:
         self.log = log
-        self.seen: Tree | None = None
 
     def run(self, problem: Reduction) -> None:
         self.log.append("later.run")
-        self.seen = problem.current
+        seen = problem.current
 
-    def pending(self) -> bool:
-        return self.seen is not None
+        def work() -> Tree:
+            self.log.append("later.work")
+            return seen
 
-    def settle(self, problem: Reduction) -> None:
+        problem.later(self.name, work, lambda tree: self.finish(problem, tree))
+
+    def finish(self, problem: Reduction, seen: Tree) -> None:
         self.log.append("later.settle")
-        seen, self.seen = self.seen, None
-        assert seen is not None
         gone = sorted(p for p in seen.entries if p.startswith("d0/") and p in problem.current)
         if gone:
             problem.try_first(self.name, [(problem.current.without(gone[:1]), "drop one")])
-
-    def drop(self) -> None:
-        self.log.append("later.drop")
-        self.seen = None
 
 
 class _Logged:
@@ -267,9 +271,11 @@ def _driver(tree: Tree, passes: dict[str, object]) -> tuple[ReductionResult, Led
     oracle = fake_oracle(runner, SamplingConfig(incumbent_check_every=0), ledger=ledger)
     oracle.run_baseline(tree, 1)
     red = Reduction(initial=tree, oracle=oracle, ledger=ledger, jobs=1, protected=lambda p: False)
+    red.background = Background(lambda: True)  # as with batch slots: work runs beside
     for name in passes:
         ledger.phase(name)
-    return run_passes(red, tuple(passes), passes=passes), ledger  # type: ignore[arg-type]
+    result = run_passes(red, tuple(passes), passes=passes, stall_only=STALL_ONLY)  # type: ignore[arg-type]
+    return result, ledger
 
 
 def test_a_deferred_pass_is_settled_after_the_next_pass_and_its_progress_counts() -> None:
@@ -279,10 +285,10 @@ def test_a_deferred_pass_is_settled_after_the_next_pass_and_its_progress_counts(
     result, ledger = _driver(tree, passes)
     # each round: later starts, quiet draws no sample, logged's samples run beside it, then
     # later's result is proposed; two deletions are progress, the third round finds nothing
-    assert log[:8] == ["later.run", "quiet.run", "logged.run", "later.settle"] * 2
+    events = [e for e in log if e != "later.work"]  # the work's thread runs when it runs
+    assert events[:8] == ["later.run", "quiet.run", "logged.run", "later.settle"] * 2
     assert result.stop_reason == "fixpoint" and not any(p.startswith("d0/") for p in result.tree)
     assert ledger.phases["later"].accepted == 2
-    assert "later.drop" not in log
 
 
 def test_a_stopped_search_drops_deferred_work_without_proposing_it() -> None:
@@ -291,5 +297,6 @@ def test_a_stopped_search_drops_deferred_work_without_proposing_it() -> None:
     result, ledger = _driver(tree, {"later": _Later(log), "logged": _Logged(log, stop_after=1)})
     assert result.stop_reason == "max_runs"
     first, second = ["later.run", "logged.run", "later.settle"], ["later.run", "logged.run"]
-    assert log == [*first, *second, "later.drop"]
+    assert [e for e in log if e != "later.work"] == [*first, *second]  # dropped: not proposed
+    assert log.count("later.work") == 2  # the second piece of work ran, and was waited for
     assert ledger.phases["later"].accepted == 1 and result.tree.file_count == tree.file_count - 1

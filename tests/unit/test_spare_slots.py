@@ -9,11 +9,11 @@ from collections.abc import Callable, Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from repomin.passes.deletion.learning import first_batch, learn_delete
 from repomin.passes.python_ast import PythonReduce
 from repomin.runners.base import Outcome, RunRequest
 from repomin.sampling.accounting import Ledger
 from repomin.sampling.oracle import SamplingConfig
+from repomin.search.deletion.learning import first_batch, learn_delete
 from repomin.search.reducer import Reduction
 from repomin.tree import Tree
 from tests.conftest import FakeRunner, fake_oracle

@@ -32,6 +32,7 @@ from repomin.app.selection import Selection, SelectionOptions, select
 from repomin.app.session import Session, StoredBaseline
 from repomin.app.user_shell import ShellCheck, check_in_user_shell, plan, user_environment
 from repomin.errors import BaselineError, Interrupted, ReproMinError
+from repomin.passes import STALL_ONLY
 from repomin.report import execution as rx
 from repomin.report.build import ReportInputs, build_report
 from repomin.report.fingerprint import Fingerprint
@@ -235,6 +236,7 @@ def search_stage(
         reduction,
         options.schedule,
         passes=pass_instances(options, trace, lambda tree: trace_stage(ctx, tree, (trace.method,))),
+        stall_only=STALL_ONLY,
         on_pass=lambda name: _on_pass(ctx, name),
         backtrack_first=baselined.backtrack,
     )

@@ -1,14 +1,15 @@
 """Reduction passes: small named objects that propose smaller trees to a :class:`Problem`.
 
-A pass never starts threads, samples or touches the disk; it proposes candidates through
-``problem.try_first`` and reads ``problem.current``. The driver (``repomin.search.reducer``) owns
-the
-fixpoint and the order. Register a pass in :data:`REGISTRY` to make it schedulable.
+A pass never starts threads, samples or touches the disk, and never sees how many candidates
+run at once; it proposes candidates through ``problem.try_first`` (or a deletion search of
+``repomin.search.deletion`` that does) and reads ``problem.current`` -- every member it may
+use is declared in ``repomin.search.problem``. The driver (``repomin.search.reducer``) owns the
+fixpoint, the order and the concurrency. Register a pass in :data:`REGISTRY` to make it
+schedulable.
 """
 
 from __future__ import annotations
 
-from repomin.passes.base import Pass, Problem
 from repomin.passes.blocks import DeleteBlocks
 from repomin.passes.brackets import DeleteBrackets
 from repomin.passes.files import DeleteFiles
@@ -24,6 +25,7 @@ from repomin.passes.restart import Restart
 from repomin.passes.semantic import SemanticReduce
 from repomin.passes.tokens import DeleteTokens
 from repomin.passes.trace import TraceCut
+from repomin.search.problem import Pass, Problem
 
 REGISTRY: dict[str, type[Pass]] = {
     TraceCut.name: TraceCut,

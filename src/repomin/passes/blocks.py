@@ -18,8 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from repomin.passes.base import Problem
-from repomin.passes.deletion.learning import learn_delete
 from repomin.passes.jslex import is_js, lex
 from repomin.passes.textedit import (
     Guard,
@@ -33,6 +31,8 @@ from repomin.passes.textedit import (
     syntax_guard,
     text_files,
 )
+from repomin.search.deletion.learning import learn_delete
+from repomin.search.problem import Problem
 from repomin.tree import Tree
 
 #: A search cut short by a folded edit it cannot map starts again at most this often per file.

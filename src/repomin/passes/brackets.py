@@ -30,7 +30,6 @@ from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 from repomin.passes import jslex
-from repomin.passes.base import Problem, ddmin_delete
 from repomin.passes.elements import Element, elements, mode_of, top_level
 from repomin.passes.jslex import Lexed
 from repomin.passes.jsunits import JsSearch
@@ -43,6 +42,8 @@ from repomin.passes.textedit import (
     syntax_guard,
     text_files,
 )
+from repomin.search.deletion.ddmin import ddmin_delete
+from repomin.search.problem import Problem
 from repomin.tree import Tree
 
 #: File suffixes this pass (and the C-like comment rules of ``normalise``) applies to.

@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from repomin.passes.base import Problem
-from repomin.passes.deletion.learning import SURVIVOR_PRIOR, BatchProblem, learn_delete
 from repomin.passes.hints import SearchHints
+from repomin.search.breadth import broad
+from repomin.search.deletion.learning import SURVIVOR_PRIOR, learn_delete
+from repomin.search.problem import Problem
 from repomin.tree import Tree
 
 
@@ -51,7 +52,7 @@ class DeleteFiles:
         self.survived: set[str] = set()
 
     def run(self, problem: Problem) -> None:
-        wide = isinstance(problem, BatchProblem) and problem.batch_width >= WIDE
+        wide = broad(problem, WIDE)
         if problem.current.file_count <= (FLAT_WIDE_LIMIT if wide else FLAT_LIMIT):
             self._flat(problem)
             return

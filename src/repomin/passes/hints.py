@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from repomin.analysis.trace import TraceResult
 from repomin.tree import Tree
@@ -80,8 +81,15 @@ class SearchHints:
         return priors
 
 
+@runtime_checkable
+class Hinted(Protocol):
+    """A pass that takes the shared hints (a ``hints`` attribute)."""
+
+    hints: SearchHints | None
+
+
 def attach(passes: Mapping[str, object], hints: SearchHints) -> None:
-    """Give every pass that accepts hints (a ``hints`` attribute) the shared object."""
+    """Give every pass that accepts hints (:class:`Hinted`) the shared object."""
     for instance in passes.values():
-        if hasattr(instance, "hints"):
+        if isinstance(instance, Hinted):
             instance.hints = hints

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from repomin.analysis.v8coverage import FileCoverage
-from repomin.passes.base import Problem
-from repomin.passes.deletion.learning import SURVIVOR_PRIOR, learn_delete
 from repomin.passes.hints import SearchHints
 from repomin.passes.jslex import is_js, lex
 from repomin.passes.textedit import describe_spans, splice
+from repomin.search.deletion.learning import SURVIVOR_PRIOR, learn_delete
+from repomin.search.problem import Problem
 from repomin.tree import Entry, Tree
 
 #: A unit: (path, start, end) -- the inside of a ``{...}`` pair, emptied by the edit.
@@ -139,15 +139,12 @@ class CoverageCut:
 
 
 def _event(problem: Problem, files: int, units: int) -> None:
-    ledger: Any = getattr(problem, "ledger", None)
-    if ledger is not None and callable(getattr(ledger, "event", None)):
-        ledger.event(
-            CoverageCut.name,
-            f"V8 coverage of the traced run: {units} never-run bodies in {files} files",
-            decision="info",
-            files=files,
-            units=units,
-        )
+    problem.note(
+        CoverageCut.name,
+        f"V8 coverage of the traced run: {units} never-run bodies in {files} files",
+        files=files,
+        units=units,
+    )
 
 
 __all__ = ["CoverageCut", "never_run_bodies"]

@@ -26,11 +26,11 @@ import heapq
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from repomin.passes.base import Problem
-from repomin.passes.deletion.learning import SURVIVOR_PRIOR, learn_delete
 from repomin.passes.elements import Element, elements, mode_of, top_level
 from repomin.passes.jslex import Lexed, lex
 from repomin.passes.textedit import Guard, describe_spans, propose, splice
+from repomin.search.deletion.learning import SURVIVOR_PRIOR, learn_delete
+from repomin.search.problem import Problem
 from repomin.tree import Tree
 
 #: Words that continue the statement before them (merged into the element before).

@@ -21,10 +21,11 @@ import hashlib
 from collections.abc import Sequence
 from typing import ClassVar
 
-from repomin.passes.base import Problem
-from repomin.passes.deletion.learning import SURVIVOR_PRIOR, BatchProblem, learn_delete
-from repomin.passes.deletion.lockstep import learn_together
 from repomin.passes.textedit import Guard, propose, syntax_guard, text_files
+from repomin.search.breadth import broad
+from repomin.search.deletion.learning import SURVIVOR_PRIOR, learn_delete
+from repomin.search.deletion.lockstep import learn_together
+from repomin.search.problem import Problem
 from repomin.tree import Entry, Tree
 
 #: A search cut short by a folded candidate starts again on the new content at most this often.
@@ -43,7 +44,7 @@ class DeleteLines:
 
     def run(self, problem: Problem) -> None:
         paths = text_files(problem)
-        wide = isinstance(problem, BatchProblem) and problem.batch_width >= ACROSS_FILES
+        wide = broad(problem, ACROSS_FILES)
         if wide and len(paths) > 1:
             for _ in range(RESTARTS + 1):  # again for the files a folded candidate cut short
                 paths = self._search_files(problem, [p for p in paths if p in problem.current])

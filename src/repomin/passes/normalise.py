@@ -25,7 +25,6 @@ import tokenize
 from collections.abc import Sequence
 from typing import ClassVar
 
-from repomin.passes.base import Problem, ddmin_delete
 from repomin.passes.brackets import CLIKE_SUFFIXES, lex
 from repomin.passes.textedit import (
     JSON_SUFFIXES,
@@ -35,6 +34,8 @@ from repomin.passes.textedit import (
     parses_as_json,
     text_files,
 )
+from repomin.search.deletion.ddmin import ddmin_delete
+from repomin.search.problem import Problem
 from repomin.tree import Tree
 
 HASH_SUFFIXES = (

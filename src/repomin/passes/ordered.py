@@ -18,7 +18,7 @@ the trace never named follow, largest first):
 3. if the file changed, run the cuts (``trace``: a fresh traced run and its cut, which also
    renews the order; ``refs``: the reference-graph cut); with several slots the traced run
    goes in the background and its cut follows the next file's work -- after the last file,
-   the driver settles it after the next pass that draws samples (``passes.base.Deferred``),
+   the search layer settles it after the next pass that draws samples (``Problem.later``),
 
 then take the next file not yet worked on this round in the (possibly renewed) order. A file
 gets at most :data:`FIRST_BUDGET` oracle runs in the first sweep; the files a budget cut short
@@ -32,13 +32,14 @@ nothing and the stand-alone passes work as before.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar, Protocol
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
-from repomin.passes.base import Combine, Pass, Problem, Spare, Speculate
 from repomin.passes.files import FLAT_LIMIT
 from repomin.passes.hints import SearchHints
-from repomin.passes.trace import Retrace, TraceCut
+from repomin.passes.trace import TraceCut
+from repomin.search.problem import Lookahead, Pass, Problem
+from repomin.search.view import OverBudget, View, focus
 from repomin.tree import Entry, Tree
 
 #: The content passes the ordered pass runs per file, in this order (when scheduled).
@@ -49,103 +50,6 @@ CONTENT: tuple[str, ...] = ("coverage", "python", "blocks", "brackets", "lines")
 FIRST_BUDGET = 150
 #: The cuts it runs after a file changed.
 CUTS: tuple[str, ...] = ("trace", "refs")
-
-
-class _Events(Protocol):
-    def event(self, phase: str, description: str, **fields: Any) -> dict[str, Any]: ...
-
-
-class _Samples(Protocol):
-    @property
-    def samples(self) -> int: ...
-
-
-class OverBudget(Exception):
-    """A focused file used its runs for this sweep (raised to unwind the content pass)."""
-
-
-class View:
-    """A :class:`Problem` seen through an extra protection rule (everything else delegated),
-    optionally with a budget of oracle runs: past it, no more candidates are handed on and the
-    next ``try_first`` raises :class:`OverBudget`."""
-
-    def __init__(
-        self, problem: Problem, protect: Callable[[str], bool], budget: int | None = None
-    ) -> None:
-        self._problem = problem
-        self._protect = protect
-        self._limit = None if budget is None else _samples(problem) + budget
-        #: What the caller proposes after the content passes, if the tree stays as it is
-        #: (``learn_delete``'s ``then``; the ordered pass: the next file's first candidates).
-        self.then: Spare | None = None
-
-    def _over(self) -> bool:
-        return self._limit is not None and _samples(self._problem) >= self._limit
-
-    @property
-    def current(self) -> Tree:
-        return self._problem.current
-
-    def protected(self, path: str) -> bool:
-        return self._protect(path) or self._problem.protected(path)
-
-    def try_first(self, phase: str, candidates: Iterable[tuple[Tree, str]]) -> int | None:
-        if self._over():
-            raise OverBudget
-        return self._problem.try_first(phase, self._bounded(candidates))
-
-    def try_batch(
-        self,
-        phase: str,
-        candidates: Sequence[tuple[Tree, str]],
-        ahead: Speculate | None = None,
-        combine: Combine | None = None,
-        spare: Spare | None = None,
-    ) -> list[bool | None]:
-        # The learning search decides batches here when the problem has slots (``--jobs``):
-        # without this the budget was checked only on ``try_first`` and a batched search of a
-        # large file ran past it (found on the npm case: the lexer kept the cap to itself).
-        if self._over():
-            raise OverBudget
-        batch: Callable[..., list[bool | None]] = self._problem.try_batch  # type: ignore[attr-defined]
-        return batch(phase, candidates, ahead, combine, spare)
-
-    def _bounded(self, candidates: Iterable[tuple[Tree, str]]) -> Iterator[tuple[Tree, str]]:
-        it = iter(candidates)
-        # Checked before each pull: a lazy proposer (repomin.passes.deletion.chain) then proposes
-        # only what is handed on, and only what was handed on is tried
-        # (the search stays consistent).
-        while not self._over():
-            item = next(it, None)
-            if item is None:
-                return
-            yield item
-
-    # Read-only forwards of what passes and the learning search read from a problem (named,
-    # not a blanket ``__getattr__``: a future Problem method that decides candidates must be
-    # added here, with the budget check, or it is absent from the view).
-    @property
-    def batch_width(self) -> int:
-        width: int = getattr(self._problem, "batch_width", 1)
-        return width
-
-    @property
-    def chain_width(self) -> int:  # flaky: try_first keeps this many candidates in flight
-        width: int = getattr(self._problem, "chain_width", 1)
-        return width
-
-    @property
-    def oracle(self) -> Any:
-        return getattr(self._problem, "oracle", None)
-
-    @property
-    def ledger(self) -> Any:
-        return getattr(self._problem, "ledger", None)
-
-
-def focus(problem: Problem, path: str, budget: int | None = None) -> View:
-    """``problem`` with every file but ``path`` protected (content passes edit ``path`` only)."""
-    return View(problem, lambda p: p != path, budget)
 
 
 class TraceOrder:
@@ -163,8 +67,6 @@ class TraceOrder:
         self.settled: dict[str, Entry] = {}
         #: (path, oracle runs, bytes before, bytes after) per file worked on, in order.
         self.log: list[tuple[str, int, int, int]] = []
-        #: The re-traced run in the background (several slots) and the cut it belongs to.
-        self._pending: tuple[TraceCut, Retrace] | None = None
 
     def bind(self, instances: Mapping[str, Pass]) -> None:
         """Take the scheduled content passes and cuts from the pass instances."""
@@ -190,7 +92,7 @@ class TraceOrder:
         return sorted(files, key=lambda p: (rank.get(p, len(rank)), -tree.entries[p].size, p))
 
     def run(self, problem: Problem) -> None:
-        self._join(problem)  # a re-trace the driver did not settle (a direct caller)
+        problem.settle(self.name)  # a re-trace the driver did not settle (a direct caller)
         self.settled = {}
         trace = self.hints.trace
         if trace is None or not trace.order or not self.content:
@@ -217,54 +119,38 @@ class TraceOrder:
                     done.add(path)
                     short |= self._work(problem, path, budget, pending[1:2])
                 if not short:
-                    if getattr(problem, "batch_width", 1) <= 1:
-                        self._join(problem)
-                    return  # else the driver settles the last re-trace (``settle``)
+                    return  # the driver settles the last re-trace, if it runs beside
                 budget *= 4
         except BaseException:
-            self._join(problem, propose=False)  # stopped: wait for it, propose nothing
+            problem.settle(self.name, propose=False)  # stopped: wait, propose nothing
             raise
 
-    def pending(self) -> bool:
-        return self._pending is not None
-
-    def _first(self, problem: Problem, files: list[str], width: int) -> list[Tree]:
-        """What this pass proposes first for the next file if the incumbent stays as it is:
-        its deletion, or when that is decided (rejected), its content passes' first batch
-        (``first_trees``) -- for a content pass's last batch to run in its idle slots."""
+    def _first(self, problem: Problem, files: list[str], k: int) -> list[Tree]:
+        """What this pass proposes first for the next file if the incumbent stays as it is
+        (up to ``k`` trees): its deletion, or when that is decided (rejected), its content
+        passes' first proposals (:class:`~repomin.search.problem.Lookahead`)."""
         if not files or files[0] not in problem.current:
             return []
         deletion = problem.current.without(files[:1])
-        oracle = getattr(problem, "oracle", None)
-        decided = oracle.cached(deletion) if oracle is not None else None
-        if decided is None or decided.accepted:
+        decided = problem.known(deletion)
+        if decided is None or decided:
             return [deletion] if decided is None else []
         for content in self.content:
-            first = getattr(content, "first_trees", None)
-            trees: list[Tree] = first(focus(problem, files[0]), files[0], width) if first else []
-            if trees:
-                return trees
+            if isinstance(content, Lookahead):
+                trees = content.first_trees(focus(problem, files[0]), files[0], k)
+                if trees:
+                    return trees
         return []
-
-    def settle(self, problem: Problem) -> None:
-        """Propose the cut of the last file's re-trace, which ran beside the next pass."""
-        self._join(problem)
-
-    def drop(self) -> None:
-        if self._pending is not None:
-            self._pending[1].result.result()
-            self._pending = None
 
     def _work(self, problem: Problem, path: str, budget: int, then: list[str]) -> bool:
         """Work on one file; True when its budget cut the content passes short. ``then``:
         the file that comes next if this one ends as it is (:meth:`_first`)."""
         before = problem.current
         entry = before.entries[path]
-        runs = _samples(problem)
+        runs = problem.runs
         short = False
         if problem.try_first(self.name, [(before.without([path]), f"delete {path}")]) is None:
-            view = focus(problem, path, budget)
-            view.then = lambda k: self._first(problem, then, k)
+            view = focus(problem, path, budget, lambda k: self._first(problem, then, k))
             try:
                 for content in self.content:
                     if path not in problem.current:
@@ -273,17 +159,16 @@ class TraceOrder:
             except OverBudget:
                 short = True
         after = problem.current.entries.get(path)
-        self._join(problem)  # the previous file's re-trace ran beside this file's samples
+        problem.settle(self.name)  # the previous file's re-trace ran beside this file's work
         if after is not entry:
             self._cut(problem)
         final = problem.current.entries.get(path)
         if final is not None and not short:
             self.settled[path] = final
         size = final.size if final is not None else 0
-        spent = _samples(problem) - runs
+        spent = problem.runs - runs
         self.log.append((path, spent, entry.size, size))
-        _event(
-            problem,
+        problem.note(
             self.name,
             f"{path}: {spent} oracle runs, {entry.size} -> {size} B"
             + ("" if final is not None else " (deleted)")
@@ -297,27 +182,17 @@ class TraceOrder:
         return short
 
     def _cut(self, problem: Problem) -> None:
-        """The cuts after a changed file. With several slots (a deterministic command and
-        ``--jobs`` > 1) the re-traced run goes in the background and its cut is proposed after
-        the next file's work (:meth:`_join`): the serial traced run (3-4 samples long) no
-        longer holds up both slots. The next file is still taken in the older order; its
-        deletion comes first, and one rejected means it is needed, so no cut takes it."""
+        """The cuts after a changed file. The re-traced run goes where the search layer puts
+        it (``problem.later``): with several slots (a deterministic command and ``--jobs`` >
+        1) in the background, its cut proposed after the next file's work (``settle`` in
+        :meth:`_work`), so that the serial traced run (3-4 samples long) no longer holds up
+        both slots; with one slot at once. The next file is still taken in the older order;
+        its deletion comes first, and one rejected means it is needed, so no cut takes it."""
         for cut in self.cuts:
-            if isinstance(cut, TraceCut) and getattr(problem, "batch_width", 1) > 1:
-                retrace = cut.start(problem)
-                self._pending = (cut, retrace) if retrace is not None else None
+            if isinstance(cut, TraceCut) and cut.done:
+                cut.retrace(problem, self.name)
             else:
                 cut.run(problem)
-
-    def _join(self, problem: Problem, propose: bool = True) -> None:
-        """Wait for the re-traced run in the background, if any, and propose its cut."""
-        if self._pending is None:
-            return
-        cut, retrace = self._pending
-        self._pending = None
-        result = retrace.result.result()
-        if propose:
-            cut.finish(problem, result, retrace.number)
 
 
 class Unsettled:
@@ -343,16 +218,4 @@ def wrap_unsettled(instances: dict[str, Pass]) -> None:
             instances[name] = Unsettled(instances[name], ordered)  # type: ignore[assignment]
 
 
-def _samples(problem: Problem) -> int:
-    oracle: _Samples | None = getattr(problem, "oracle", None)
-    return oracle.samples if oracle is not None else 0
-
-
-def _event(problem: Problem, phase: str, description: str, **fields: Any) -> None:
-    ledger = getattr(problem, "ledger", None)
-    if ledger is not None and callable(getattr(ledger, "event", None)):
-        events: _Events = ledger
-        events.event(phase, description, decision="info", **fields)
-
-
-__all__: Sequence[str] = ("CONTENT", "TraceOrder", "Unsettled", "View", "focus", "wrap_unsettled")
+__all__: Sequence[str] = ("CONTENT", "TraceOrder", "Unsettled", "wrap_unsettled")

@@ -26,9 +26,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
-from repomin.passes.base import Problem
 from repomin.passes.pyexpr import parse
 from repomin.passes.textedit import compiles, is_python, line_starts, splice
+from repomin.search.problem import Problem
 from repomin.tree import Tree
 
 MAX_FILES = 64

@@ -32,8 +32,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
-from repomin.passes.base import Problem
 from repomin.passes.textedit import compiles, is_python, line_starts, splice, text_files
+from repomin.search.breadth import proposes_ahead
+from repomin.search.problem import Problem
 from repomin.tree import Tree
 
 #: Files larger than this are left to the statement and line passes.
@@ -235,7 +236,7 @@ class PythonExpressions:
 
     def run(self, problem: Problem) -> None:
         files = text_files(problem, lambda p, d: len(d) <= MAX_BYTES and is_python(p, d))
-        if getattr(problem, "batch_width", 1) > 1:
+        if proposes_ahead(problem):
             self._chained(problem, list(reversed(files)))
             return
         for path in reversed(files):

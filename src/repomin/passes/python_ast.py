@@ -4,7 +4,7 @@ Edits use exact byte spans (``ast`` offsets are UTF-8 byte offsets) and always w
 everything else in the file keeps its formatting. Per Python file, largest first:
 
 1. **Statements, hierarchically.** The module body is reduced with the learning deletion
-   search (:mod:`repomin.passes.deletion.learning`; with ``--jobs``, batches of disjoint parts),
+   search (:mod:`repomin.search.deletion.learning`; with ``--jobs``, batches of disjoint parts),
    then
    the bodies of the surviving compound statements (functions, classes, ``if``/``for``/
    ``while``/``with``/``try``/``match``), breadth first. Definitions, imports and docstrings
@@ -27,8 +27,6 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar
 
-from repomin.passes.base import Problem, Spare
-from repomin.passes.deletion.learning import first_batch, learn_delete
 from repomin.passes.python_source import Loc, PySource, Unit, child_locs
 from repomin.passes.textedit import (
     Guard,
@@ -40,6 +38,8 @@ from repomin.passes.textedit import (
     splice,
     text_files,
 )
+from repomin.search.deletion.learning import first_batch, learn_delete
+from repomin.search.problem import Problem, Spare
 from repomin.tree import Tree
 
 _UNWRAPPABLE = (
@@ -66,13 +66,13 @@ class PythonReduce:
                 continue
             _FileReducer(problem, path, self.name).reduce()
 
-    def first_trees(self, problem: Problem, path: str, width: int) -> list[Tree]:
-        """What :meth:`run` proposes first for ``path`` with ``width`` slots (its module
-        body's first batch), for a caller's idle slots (``passes.ordered``)."""
+    def first_trees(self, problem: Problem, path: str, k: int) -> list[Tree]:
+        """What :meth:`run` proposes first for ``path``, up to ``k`` trees (its module body's
+        first batch: ``search.problem.Lookahead``, for ``passes.ordered``)."""
         entry = problem.current.entries.get(path)
         if entry is None or not is_python(path, entry.data) or not compiles(entry.data, path):
             return []
-        return _FileReducer(problem, path, self.name).first_trees(width)
+        return _FileReducer(problem, path, self.name).first_trees(k)
 
 
 class _FileReducer:
@@ -142,17 +142,15 @@ class _FileReducer:
                 below.extend(child_locs(body, loc))
         return below
 
-    def _next_batch(self, level: list[Loc], width: int) -> list[Tree]:
-        """The first batch of the level below ``level`` if the incumbent stays as it is (the
-        ``then`` of the level's search)."""
+    def _next_batch(self, level: list[Loc], k: int) -> list[Tree]:
+        """Up to ``k`` trees of the level below ``level``'s first search if the incumbent stays
+        as it is (the ``then`` of the level's search); after the last level, what whoever runs
+        this pass proposes next (``problem.after``)."""
         src = self.source()
-        trees = self.first_trees(width, self._below(src, level)) if src is not None else []
-        if not trees:
-            then: Spare | None = getattr(self.problem, "then", None)  # after this file
-            return then(width) if then is not None else []
-        return trees
+        trees = self.first_trees(k, self._below(src, level)) if src is not None else []
+        return trees or self.problem.after(k)
 
-    def first_trees(self, width: int, level: Sequence[Loc] = ((),)) -> list[Tree]:
+    def first_trees(self, k: int, level: Sequence[Loc] = ((),)) -> list[Tree]:
         """The first batch of the search over ``level``'s bodies (the module body: the first
         of :meth:`statements`) on this file as it is."""
         src = self.source()
@@ -160,7 +158,7 @@ class _FileReducer:
         if src is None or not bodies:
             return []
         everything, build, _ = self._level(src, bodies)
-        return first_batch(everything, build, width, self.problem.current.digest)
+        return first_batch(everything, build, k, self.problem.current.digest)
 
     def _level(
         self, src: PySource, bodies: list[tuple[list[Unit], bool]]

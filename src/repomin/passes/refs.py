@@ -16,15 +16,12 @@ passes still may.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from repomin.analysis.refs import RefGraph
-from repomin.passes.base import Problem, ddmin_delete
+from repomin.search.deletion.ddmin import ddmin_delete
+from repomin.search.problem import Problem
 from repomin.tree import Entry, Tree
-
-
-class _Events(Protocol):
-    def event(self, phase: str, description: str, **fields: Any) -> dict[str, Any]: ...
 
 
 def _counts(counts: dict[str, int]) -> str:
@@ -88,7 +85,4 @@ class RefsCut:
                 self._needed[p] = current[p]
 
     def _log(self, problem: Problem, description: str, **fields: Any) -> None:
-        ledger = getattr(problem, "ledger", None)
-        if ledger is not None and callable(getattr(ledger, "event", None)):
-            events: _Events = ledger
-            events.event(self.name, description, decision="info", **fields)
+        problem.note(self.name, description, **fields)

@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
-from repomin.passes.base import Pass, Problem
-from repomin.passes.hints import SearchHints
-from repomin.passes.ordered import OverBudget, Unsettled, focus
+from repomin.passes.hints import Hinted, SearchHints
+from repomin.passes.ordered import Unsettled
+from repomin.search.problem import Pass, Problem, ProblemDefaults
+from repomin.search.view import OverBudget, focus
 from repomin.tree import Tree
 
 #: Only trees of at most this many files (a small residue) are restarted.
@@ -53,15 +54,10 @@ CONTENT: tuple[str, ...] = ("normalise", "python", "blocks", "brackets", "lines"
 Probe = Callable[[str, Tree], bool]
 
 
-class _Samples(Protocol):
-    @property
-    def samples(self) -> int: ...
-
-
-class Scratch:
+class Scratch(ProblemDefaults):
     """A throwaway incumbent over a real problem: ``try_first`` decides candidates through
     ``probe`` (never adopted by the real problem) and adopts them here only. Past ``budget``
-    runs the next ``try_first`` raises :class:`OverBudget`."""
+    runs (the real problem's) the next ``try_first`` raises :class:`OverBudget`."""
 
     def __init__(
         self, problem: Problem, start: Tree, probe: Probe, budget: int, phase: str = "restart"
@@ -71,7 +67,7 @@ class Scratch:
         self._current = start
         self._probe = probe
         self.probes = 0
-        self._start = self.runs()
+        self._start = self.runs
         self._budget = budget
         #: The last tree the probe accepted (None: none was).
         self.won: Tree | None = None
@@ -80,24 +76,21 @@ class Scratch:
     def current(self) -> Tree:
         return self._current
 
-    @property
-    def oracle(self) -> Any:
-        return getattr(self._problem, "oracle", None)
-
-    @property
-    def ledger(self) -> Any:
-        return getattr(self._problem, "ledger", None)
-
     def protected(self, path: str) -> bool:
         return self._problem.protected(path)
 
+    @property
     def runs(self) -> int:
-        """Runs so far: the oracle's samples when there is one, else the probes."""
-        oracle: _Samples | None = getattr(self._problem, "oracle", None)
-        return oracle.samples if oracle is not None else self.probes
+        return self._problem.runs
+
+    def note(self, phase: str, description: str, **fields: Any) -> None:
+        self._problem.note(phase, description, **fields)
+
+    def known(self, tree: Tree) -> bool | None:
+        return self._problem.known(tree)
 
     def spent(self) -> int:
-        return self.runs() - self._start
+        return self.runs - self._start
 
     def try_first(self, phase: str, candidates: Iterable[tuple[Tree, str]]) -> int | None:
         for pos, (tree, _) in enumerate(candidates):
@@ -134,12 +127,11 @@ class Restart:
         self.content = [_kind(instances[n]) for n in CONTENT if n in instances]
 
     def run(self, problem: Problem) -> None:
-        probe: Probe | None = getattr(problem, "probe", None)
         origin = self.origin or _source(problem)
-        if probe is None or origin is None or not self.content:
+        if origin is None or not self.content:
             return
         for path in self.targets(problem.current, origin, problem.protected):
-            self._retry(problem, path, origin.entries[path].data, probe)
+            self._retry(problem, path, origin.entries[path].data, problem.probe)
 
     def targets(self, tree: Tree, origin: Tree, protected: Callable[[str], bool]) -> list[str]:
         """Text files of ``tree`` whose content was cut and not yet restarted, largest first."""
@@ -197,7 +189,7 @@ class Restart:
 
     def _fresh(self, kind: type[Pass]) -> Pass:
         instance = kind()
-        if hasattr(instance, "hints"):
+        if isinstance(instance, Hinted):
             instance.hints = self.hints
         return instance
 
@@ -215,7 +207,7 @@ def _kind(instance: Pass) -> type[Pass]:
 
 
 def _source(problem: Problem) -> Tree | None:
-    history: Sequence[Tree] | None = getattr(problem, "history", None)
+    history = problem.history
     return history[0] if history else None
 
 
@@ -229,9 +221,7 @@ def _sha(data: bytes) -> str:
 
 
 def _event(problem: Problem, description: str, **fields: Any) -> None:
-    ledger = getattr(problem, "ledger", None)
-    if ledger is not None and callable(getattr(ledger, "event", None)):
-        ledger.event(Restart.name, description, decision="info", **fields)
+    problem.note(Restart.name, description, **fields)
 
 
 __all__: Sequence[str] = ("BUDGET", "GIVE_UP", "MAX_FILES", "Restart", "Scratch", "bind_restart")

@@ -13,8 +13,8 @@ import hashlib
 from typing import ClassVar
 
 from repomin.analysis.semantic import SemanticClient
-from repomin.passes.base import Problem
 from repomin.passes.textedit import propose, syntax_guard, text_files
+from repomin.search.problem import Problem
 
 
 class SemanticReduce:

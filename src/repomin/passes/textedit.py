@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 
 from repomin.passes import jslex
-from repomin.passes.base import Problem
+from repomin.search.problem import Problem
 from repomin.tree import Tree
 
 Guard = Callable[[bytes], bool]

@@ -18,8 +18,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from repomin.passes.base import Problem, ddmin_delete, ddmin_first
 from repomin.passes.textedit import propose, splice, syntax_guard, text_files
+from repomin.search.deletion.ddmin import ddmin_delete, ddmin_first
+from repomin.search.problem import Problem
 from repomin.tree import Tree
 
 #: Files larger than this are left to the line and structure passes.

@@ -14,14 +14,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import ClassVar
 
 from repomin.analysis.trace import TraceResult
-from repomin.passes.base import Problem
 from repomin.passes.hints import SearchHints
-from repomin.sampling.parallel import in_background
+from repomin.search.problem import Problem
 from repomin.tree import Tree
 
 
@@ -60,10 +57,11 @@ class TraceCut:
     loaded other files), the command is traced again on the current tree (an event, never an
     oracle sample) and deleting everything that run no longer touched is proposed as one
     candidate. A traced run that did not reproduce the failure is not used (it may have taken
-    another path). Each new trace also refreshes the priors of the deletion search. With
-    several slots (``batch_width`` > 1) the re-traced run goes in the background and its cut
-    is proposed by :meth:`settle`, which the driver calls after the next pass that draws
-    samples: the traced run, several samples long, no longer holds up every slot.
+    another path). Each new trace also refreshes the priors of the deletion search. The
+    re-traced run goes where the search layer puts it (``problem.later``): with several slots
+    in the background, its cut proposed when the search settles it (after the next pass that
+    draws samples), so that the traced run, several samples long, no longer holds up every
+    slot; with one slot at once.
     """
 
     name: ClassVar[str] = "trace"
@@ -75,7 +73,6 @@ class TraceCut:
         #: The tree the latest trace ran on (content changes are measured against it).
         self._traced: Tree | None = None
         self.retraces = 0
-        self._background: Retrace | None = None
 
     def run(self, problem: Problem) -> None:
         if self.trace is None or self.trace.opened is None:
@@ -85,36 +82,20 @@ class TraceCut:
             self._traced = problem.current  # the baseline tree's trace, up to the journal
             self._cut(problem, self.trace, "traced run")
             return
-        if getattr(problem, "batch_width", 1) > 1:
-            self._background = self.start(problem)
-            return
-        due = self._due(problem)
-        if due is not None:
-            self.finish(problem, due[0](due[1]), self.retraces)
+        self.retrace(problem, self.name)
 
-    def pending(self) -> bool:
-        return self._background is not None
-
-    def settle(self, problem: Problem) -> None:
-        """Wait for the re-traced run :meth:`run` left in the background; propose its cut."""
-        retrace, self._background = self._background, None
-        if retrace is not None:
-            self.finish(problem, retrace.result.result(), retrace.number)
-
-    def drop(self) -> None:
-        retrace, self._background = self._background, None
-        if retrace is not None:
-            retrace.result.result()
-
-    def start(self, problem: Problem) -> Retrace | None:
-        """The re-trace ``run`` would make now, in the background (None: none is due); after
-        the first cut only. :meth:`finish` proposes its cut later, against the tree then."""
-        self.settle(problem)  # one re-trace in flight at a time
+    def retrace(self, problem: Problem, owner: str) -> None:
+        """Trace the command again when a file's content changed since the last trace, and
+        propose the cut of that run when it finishes: at once, or beside the next work when
+        the search layer runs it in the background (settled as ``owner``'s work). After the
+        first cut only; one re-trace in flight at a time."""
+        problem.settle(self.name)
         due = self._due(problem) if self.done else None
         if due is None:
-            return None
+            return
         retrace, tree = due
-        return Retrace(in_background(lambda: retrace(tree)), self.retraces)
+        number = self.retraces
+        problem.later(owner, lambda: retrace(tree), lambda r: self.finish(problem, r, number))
 
     def _due(self, problem: Problem) -> tuple[Callable[[Tree], TraceResult], Tree] | None:
         retrace = self.hints.retrace if self.hints is not None else None
@@ -146,14 +127,6 @@ class TraceCut:
             f"never touched; keep {candidate.file_count}"
         )
         problem.try_first(self.name, [(candidate, description)])
-
-
-@dataclass(frozen=True, slots=True)
-class Retrace:
-    """A re-traced run in flight (:meth:`TraceCut.start`) and its number."""
-
-    result: Future[TraceResult]
-    number: int
 
 
 def _content_changed(before: Tree, after: Tree) -> bool:

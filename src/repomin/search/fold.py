@@ -23,9 +23,9 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol, cast
 
-from repomin.passes.base import Combine, Spare, Speculate
 from repomin.sampling.oracle import Cancelled, StopSearch, Verdict
 from repomin.sampling.parallel import evaluate_all, fold_accepted
+from repomin.search.problem import Combine, Spare, Speculate
 from repomin.tree import Entry, Tree
 
 if TYPE_CHECKING:

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
 
-from repomin.passes import REGISTRY, STALL_ONLY, Pass
-from repomin.passes.base import Combine, Settling, Spare, Speculate, deferred
 from repomin.sampling.accounting import Ledger
 from repomin.sampling.lanes import Lane, first_accepted_lanes
 from repomin.sampling.oracle import Cancelled, Oracle, StopSearch, Verdict
-from repomin.sampling.parallel import first_accepted
+from repomin.sampling.parallel import first_accepted, in_background
 from repomin.search.fold import AheadFinal, Evaluate, fold_batch, fold_round
+from repomin.search.problem import Combine, Pass, Problem, Spare, Speculate
 from repomin.tree import Tree
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +34,41 @@ class Mutation:
     description: str
     tree: Tree
     verdict: Verdict
+
+
+class Background:
+    """Work the passes leave running beside the search (``Problem.later``), one piece per
+    phase: started in a thread of its own when ``beside()`` says so (the reduction: with batch
+    slots), otherwise done at once; finished when its phase is settled -- by the pass itself,
+    or by the driver after the next pass that draws samples (:func:`run_passes`)."""
+
+    def __init__(self, beside: Callable[[], bool]) -> None:
+        self._beside = beside
+        self._waiting: dict[str, tuple[Future[Any], Callable[[Any], None]]] = {}
+
+    def later(self, phase: str, work: Callable[[], T], finish: Callable[[T], None]) -> None:
+        self.settle(phase)
+        if self._beside():
+            self._waiting[phase] = (in_background(work), finish)
+        else:
+            finish(work())
+
+    def settle(self, phase: str, propose: bool = True) -> None:
+        job = self._waiting.pop(phase, None)
+        if job is None:
+            return
+        result = job[0].result()
+        if propose:
+            job[1](result)
+
+    def waiting(self, phase: str) -> bool:
+        """Has ``phase`` work running beside the search, not yet settled?"""
+        return phase in self._waiting
+
+    def drop(self) -> None:
+        """Wait for every piece of work and discard its result (the search stopped)."""
+        for phase in list(self._waiting):
+            self.settle(phase, propose=False)
 
 
 class Reduction:
@@ -67,6 +105,9 @@ class Reduction:
         self.settled = False
         #: Final runs started in a settled round's idle slots (``prefetch.py``).
         self.ahead: AheadFinal | None = None
+        #: Work a pass left running beside the search (``later``): in the background only
+        #: with batch slots, where the samples of the next pass keep the slots busy meanwhile.
+        self.background = Background(lambda: self.batch_width > 1)
 
     @property
     def current(self) -> Tree:
@@ -74,6 +115,30 @@ class Reduction:
 
     def protected(self, path: str) -> bool:
         return self._protected(path)
+
+    @property
+    def runs(self) -> int:
+        return self.oracle.samples
+
+    def note(self, phase: str, description: str, **fields: Any) -> None:
+        self.ledger.event(phase, description, decision="info", **fields)
+
+    def known(self, tree: Tree) -> bool | None:
+        verdict = self.oracle.cached(tree)
+        return None if verdict is None else verdict.accepted
+
+    def after(self, k: int) -> list[Tree]:
+        return []  # the driver proposes nothing after a pass
+
+    # -- work beside the search (``Background``) --------------------------------------------
+
+    def later(self, phase: str, work: Callable[[], T], finish: Callable[[T], None]) -> None:
+        self.background.later(phase, work, finish)
+
+    def settle(self, phase: str, propose: bool = True) -> None:
+        self.background.settle(phase, propose)
+
+    # -- deciding candidates (the search layer: ``fold.py``, ``sampling/lanes.py``) --------
 
     def next_label(self, phase: str) -> str:
         return self._next_label(phase)
@@ -280,21 +345,23 @@ def run_passes(
     reduction: Reduction,
     schedule: Sequence[str],
     *,
+    passes: Mapping[str, Pass],
+    stall_only: Collection[str] = frozenset(),
     max_rounds: int = 50,
-    passes: dict[str, Pass] | None = None,
     on_pass: Callable[[str], None] | None = None,
     backtrack_first: bool = False,
 ) -> ReductionResult:
-    """Run passes to a fixpoint, most productive (bytes removed per sample) first.
+    """Run ``passes`` (by name, in ``schedule``) to a fixpoint, most productive (bytes
+    removed per sample) first.
 
-    :data:`~repomin.passes.STALL_ONLY` passes run only in a round where the others made no
-    progress (then, with progress, the others get another round). A deferred pass
-    (``passes.base.Deferred``) is settled after the next pass that draws samples, or at the
+    ``stall_only`` passes run only in a round where the others made no progress (then, with
+    progress, the others get another round). Work a pass left running beside the search
+    (``Reduction.later``) is settled after the next pass that draws samples, or at the
     round's end. ``on_pass`` sees every pass as it starts (the live display's stage);
     ``backtrack_first`` (a failed payload gate) backtracks the incumbent first."""
-    instances: dict[str, Pass] = passes or {name: REGISTRY[name]() for name in schedule}
-    order = [n for n in schedule if n not in STALL_ONLY]
-    last_resort = [n for n in schedule if n in STALL_ONLY]
+    instances = dict(passes)
+    order = [n for n in schedule if n not in stall_only]
+    last_resort = [n for n in schedule if n in stall_only]
     rounds = 0
     try:
         if backtrack_first:
@@ -326,8 +393,7 @@ def run_passes(
     except StopSearch as stop:
         return _result(reduction, stop.reason, rounds)
     finally:  # a stopped search waits for background work and proposes nothing from it
-        for _, instance in deferred(instances):
-            instance.drop()
+        reduction.background.drop()
     return _result(reduction, "max_rounds", rounds)
 
 
@@ -372,11 +438,25 @@ def _settle(
     ran: str | None,
     on_pass: Callable[[str], None] | None,
 ) -> None:
-    """Finish the background work of every pass but ``ran`` (it ran beside ``ran``)."""
-    for name, instance in deferred(instances, but=ran):
-        gained = _run_pass(reduction, name, Settling(instance), on_pass)
-        if gained is not None:
-            yield_[name] = (yield_.get(name) or 0.0) + gained
+    """Finish the background work of every pass but ``ran`` (it ran beside ``ran``), in
+    schedule order, each as a pass of its own (its samples, time and yield)."""
+    for name in instances:
+        if name != ran and reduction.background.waiting(name):
+            gained = _run_pass(reduction, name, _Settling(name), on_pass)
+            if gained is not None:
+                yield_[name] = (yield_.get(name) or 0.0) + gained
+
+
+class _Settling:
+    """Settling a pass's background work, run as a pass (its samples, time and yield)."""
+
+    name: ClassVar[str] = "settle"
+
+    def __init__(self, phase: str) -> None:
+        self.phase = phase
+
+    def run(self, problem: Problem) -> None:
+        problem.settle(self.phase)
 
 
 def _files_first(order: list[str]) -> list[str]:

@@ -1,10 +1,10 @@
 """Several learning searches in lockstep: one batch fills the slots across searches.
 
 With ``--jobs W`` (a deterministic command) the learning search decides W disjoint candidates
-per round (``passes.learning``). A pass with many small searches -- the lines of each text
+per round (``search.deletion.learning``). A pass with many small searches -- the lines of each text
 file -- leaves most slots idle when it runs them one after another: a 5-line file needs two
 rounds (its batch and the merge check) and uses a few slots of each. :func:`learn_together`
-runs one :class:`~repomin.passes.deletion.learning.Search` per *member* (a file) and, every round,
+runs one :class:`~repomin.search.deletion.learning.Search` per *member* (a file) and, every round,
 gives each member with work at least one slot and the spare slots to members that can use
 more, so the candidates of all members go out in one batch.
 
@@ -25,9 +25,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Generic, TypeVar
 
-from repomin.passes.base import Combine, Problem, Speculate
-from repomin.passes.deletion.learning import BatchProblem, Search
-from repomin.passes.deletion.split import Part
+from repomin.search.breadth import BatchProblem
+from repomin.search.deletion.learning import Search
+from repomin.search.deletion.split import Part
+from repomin.search.problem import Combine, Problem, Speculate
 from repomin.tree import Tree
 
 U = TypeVar("U")

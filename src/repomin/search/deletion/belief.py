@@ -63,7 +63,7 @@ class Belief:
         self.d = np.array([0.5 * 2 ** (j / 2) for j in range(steps)])
         self._weight = self.d / total  # q_i(d) = min(PRIOR_MAX, weight * p_i)
         self.p = np.asarray(list(priors), dtype=float)
-        dense = self.d ** PRIOR_SLOPE
+        dense = self.d**PRIOR_SLOPE
         sparse = (self.d <= 2 * max(1.0, total)).astype(float)
         if informed is None:
             informed = max(priors, default=1.0) >= 2 * min(priors, default=1.0)
@@ -175,6 +175,4 @@ class TieredBelief:
         return self.tiers[tier].group_size(same, self._local(tier, pending))
 
     def expected_needed(self, pending: Sequence[Sequence[int]] = ()) -> float:
-        return sum(
-            b.expected_needed(self._local(t, pending)) for t, b in enumerate(self.tiers)
-        )
+        return sum(b.expected_needed(self._local(t, pending)) for t, b in enumerate(self.tiers))

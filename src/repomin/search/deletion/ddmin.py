@@ -1,76 +1,21 @@
-"""The interface between passes and the reduction problem, and the shared ddmin loop."""
+"""The shared ddmin loop: delete units in chunks that halve from all of them to single ones.
+
+A search-layer strategy, like the learning search beside it: with batch slots it hands one
+``try_first`` call every remaining size's chunks (and what the caller proposes next), so that
+no slot idles at a size's end; the proposals and their order are the same either way.
+"""
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import ClassVar, Protocol, TypeVar, runtime_checkable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TypeVar
 
+from repomin.search.breadth import proposes_ahead
+from repomin.search.problem import Problem
 from repomin.tree import Tree
 
-#: ``try_batch``'s ``ahead``: given the merged tree of a batch and the outcomes it would have,
-#: the next batch's trees (run alongside the merge check).
-Speculate = Callable[[Tree, Sequence[bool | None]], list[Tree]]
-#: ``try_batch``'s ``combine``: the tree of several accepted candidates (by position) together.
-Combine = Callable[[Sequence[int]], Tree]
-#: ``try_batch``'s ``spare``: given a number of idle slots, the trees the caller will propose
-#: next if every candidate of the batch is rejected (run in those slots).
-Spare = Callable[[int], list[Tree]]
-
 U = TypeVar("U")
-
-
-class Problem(Protocol):
-    """What a pass may use: the incumbent tree, protection rules, and the oracle door."""
-
-    @property
-    def current(self) -> Tree: ...
-
-    def protected(self, path: str) -> bool: ...
-
-    def try_first(self, phase: str, candidates: Iterable[tuple[Tree, str]]) -> int | None:
-        """Evaluate candidates in order; adopt and return the index of the first accepted."""
-        ...
-
-
-class Pass(Protocol):
-    name: ClassVar[str]
-
-    def run(self, problem: Problem) -> None: ...
-
-
-@runtime_checkable
-class Deferred(Protocol):
-    """A pass that may leave work running in the background when ``run`` returns (a re-traced
-    run); the driver calls ``settle`` after the next pass, so that the work ran beside it."""
-
-    def pending(self) -> bool: ...
-
-    def settle(self, problem: Problem) -> None: ...
-
-    def drop(self) -> None:
-        """Wait for the background work and discard it (the search stopped)."""
-
-
-def deferred(instances: Mapping[str, object], but: str | None = None) -> list[tuple[str, Deferred]]:
-    """The passes (but ``but``) with background work still pending, by name."""
-    return [
-        (name, p)
-        for name, p in instances.items()
-        if name != but and isinstance(p, Deferred) and p.pending()
-    ]
-
-
-class Settling:
-    """A deferred pass's ``settle`` run as a pass of its own (its samples, time and yield)."""
-
-    name: ClassVar[str] = "settle"
-
-    def __init__(self, inner: Deferred) -> None:
-        self.inner = inner
-
-    def run(self, problem: Problem) -> None:
-        self.inner.settle(problem)
 
 
 def ddmin_delete(
@@ -99,7 +44,7 @@ def ddmin_delete(
     remaining = list(units)
     k = len(remaining)
     start = 0
-    chained = getattr(problem, "batch_width", 1) > 1
+    chained = proposes_ahead(problem)
     while k >= 1 and remaining:
         snapshot = list(remaining)
         tried: list[tuple[int, int]] = []

@@ -1,7 +1,7 @@
 """A deletion search that learns: adaptive group testing over a candidate set, in batches.
 
 Every unit carries the caller's prior ``p`` of being needed (trace, sizes, reference distance);
-a posterior over *how many* units are needed (``passes.belief``) is updated by every test.
+a posterior over *how many* units are needed (``search.deletion.belief``) is updated by every test.
 The search keeps three kinds of units: *undecided* ones, *pending groups* (a rejected deletion
 of several units: some unit of it is needed) and *known-needed* ones (a rejected deletion of
 the unit alone, with the digest of the tree it was tested against). Each round proposes a
@@ -35,12 +35,13 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar, runtime_checkable
+from typing import Generic, TypeVar
 
-from repomin.passes.base import Combine, Problem, Spare, Speculate
-from repomin.passes.deletion.belief import PRIOR_MAX, TieredBelief
-from repomin.passes.deletion.chain import chain_first, chained
-from repomin.passes.deletion.split import Part, Pending, split
+from repomin.search.breadth import BatchProblem, chain_width
+from repomin.search.deletion.belief import PRIOR_MAX, TieredBelief
+from repomin.search.deletion.chain import chain_first
+from repomin.search.deletion.split import Part, Pending, split
+from repomin.search.problem import Combine, Problem, Spare, Speculate
 from repomin.tree import Tree
 
 U = TypeVar("U")
@@ -51,23 +52,6 @@ PRIOR_MIN = 1e-12
 
 #: Prior of a unit that survived an earlier search of the same pass: tested alone early.
 SURVIVOR_PRIOR = 0.5
-
-
-@runtime_checkable
-class BatchProblem(Protocol):
-    """A problem that can decide several disjoint candidates at once (see the docstring)."""
-
-    @property
-    def batch_width(self) -> int: ...
-
-    def try_batch(
-        self,
-        phase: str,
-        candidates: Sequence[tuple[Tree, str]],
-        ahead: Speculate | None = None,
-        combine: Combine | None = None,
-        spare: Spare | None = None,
-    ) -> list[bool | None]: ...
 
 
 @dataclass
@@ -341,7 +325,7 @@ class _Learning(Generic[U]):
         problem = self.problem
         if self.width > 1 and isinstance(problem, BatchProblem):
             return parts, trees, self.batch(problem, parts, trees, candidates, digest)
-        if chained(self.problem):
+        if chain_width(self.problem) > 1:
             return self.chain(parts[0], digest)
         return parts, trees, self.first(candidates)
 

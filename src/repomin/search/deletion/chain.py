@@ -28,7 +28,7 @@ P = TypeVar("P", bound=_Units)
 
 
 class Searching(Protocol[P]):
-    """What :func:`chain_first` needs of a search state (``passes.learning.Search``)."""
+    """What :func:`chain_first` needs of a search state (``search.deletion.learning.Search``)."""
 
     def copy(self) -> Self: ...
 
@@ -50,11 +50,6 @@ class _First(Protocol):
 
 
 S = TypeVar("S", bound=Searching[Any])
-
-
-def chained(problem: object) -> bool:
-    """Does ``problem`` keep several candidates of one ``try_first`` in flight?"""
-    return int(getattr(problem, "chain_width", 1)) > 1
 
 
 def chain_first(

@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from repomin.passes.deletion.belief import TIER
+from repomin.search.deletion.belief import TIER
 
 _KEYS = itertools.count()
 

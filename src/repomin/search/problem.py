@@ -1,0 +1,152 @@
+"""The one interface between the passes and the search: what a pass may read and ask.
+
+A pass is a named object with ``run(problem)``. Everything it may use of the reduction is a
+member of :class:`Problem`, declared here; nothing else is probed. Three members are all most
+passes need (``current``, ``protected``, ``try_first``); the others serve the passes that
+log their own cost, keep a scratch incumbent, offer what they would propose next, or leave
+work running beside the next pass. None of them says how many candidates run at once: the
+search layer (``search/reducer.py``'s :class:`~repomin.search.reducer.Reduction`, the one
+implementation over the oracle) decides that, and the deletion searches the passes call
+(``search/deletion/``) are the search layer's too.
+
+:class:`ProblemDefaults` gives neutral answers for a problem with no oracle behind it (a
+pass's own scratch incumbent, a test double): no runs counted, no events, work done at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
+
+from repomin.tree import Tree
+
+#: ``try_batch``'s ``ahead``: given the merged tree of a batch and the outcomes it would have,
+#: the next batch's trees (run alongside the merge check).
+Speculate = Callable[[Tree, Sequence[bool | None]], list[Tree]]
+#: ``try_batch``'s ``combine``: the tree of several accepted candidates (by position) together.
+Combine = Callable[[Sequence[int]], Tree]
+#: ``try_batch``'s ``spare``: given a number of idle slots, the trees the caller will propose
+#: next if every candidate of the batch is rejected (run in those slots).
+Spare = Callable[[int], list[Tree]]
+
+T = TypeVar("T")
+
+
+class Problem(Protocol):
+    """What a pass may use: the incumbent, protection rules, and the doors to the oracle."""
+
+    @property
+    def current(self) -> Tree:
+        """The incumbent (immutable; read it again after every ``try_first``)."""
+        ...
+
+    def protected(self, path: str) -> bool:
+        """Must ``path`` stay as it is (``--keep``, or a view's focus)?"""
+        ...
+
+    def try_first(self, phase: str, candidates: Iterable[tuple[Tree, str]]) -> int | None:
+        """Decide candidates in order; adopt and return the index of the first accepted."""
+        ...
+
+    @property
+    def runs(self) -> int:
+        """Oracle runs drawn so far by the whole search (a pass's budget or cost log)."""
+        ...
+
+    @property
+    def history(self) -> Sequence[Tree]:
+        """The accepted trees in order, the source first."""
+        ...
+
+    def note(self, phase: str, description: str, **fields: Any) -> None:
+        """Record an informational event of ``phase`` in the report's event log."""
+        ...
+
+    def probe(self, phase: str, tree: Tree) -> bool:
+        """Decide ``tree`` without adopting it (a scratch search); the verdict is cached."""
+        ...
+
+    def known(self, tree: Tree) -> bool | None:
+        """The cached decision on ``tree`` (accepted?), None when it was never decided."""
+        ...
+
+    def after(self, k: int) -> list[Tree]:
+        """Up to ``k`` trees whoever runs this pass proposes next if the incumbent stays as
+        it is (a pass whose own search ends may hand them on: the search layer decides
+        whether to run them early); none for a pass run by the driver."""
+        ...
+
+    def later(self, phase: str, work: Callable[[], T], finish: Callable[[T], None]) -> None:
+        """Run ``work`` and call ``finish`` with its result -- at once, or (when the search
+        has room for it) in the background, finishing when the search layer settles
+        ``phase``: after the next pass that draws samples, or at :meth:`settle`. One piece
+        of work per phase; a new one settles the previous first."""
+        ...
+
+    def settle(self, phase: str, propose: bool = True) -> None:
+        """Wait for ``phase``'s work from :meth:`later`, if any, and call its ``finish``
+        (``propose``) or discard the result."""
+        ...
+
+
+class Pass(Protocol):
+    name: ClassVar[str]
+
+    def run(self, problem: Problem) -> None: ...
+
+
+@runtime_checkable
+class Lookahead(Protocol):
+    """A pass that can say what it would propose first on a file (optional): a pass running
+    it file by file (``ordered``) offers that as what comes next (``Problem.after``)."""
+
+    def first_trees(self, problem: Problem, path: str, k: int) -> list[Tree]: ...
+
+
+class ProblemDefaults:
+    """The optional members of :class:`Problem` for a problem with no oracle of its own.
+
+    A subclass provides ``current``, ``protected`` and ``try_first``; here it counts no runs,
+    records no events, has no history but its incumbent, cannot probe, knows no verdict, has
+    nothing to propose after a pass, and does background work at once."""
+
+    @property
+    def current(self) -> Tree:
+        raise NotImplementedError
+
+    @property
+    def runs(self) -> int:
+        return 0
+
+    @property
+    def history(self) -> Sequence[Tree]:
+        return (self.current,)
+
+    def note(self, phase: str, description: str, **fields: Any) -> None:
+        return None
+
+    def probe(self, phase: str, tree: Tree) -> bool:
+        raise NotImplementedError("this problem has no oracle to probe")
+
+    def known(self, tree: Tree) -> bool | None:
+        return None
+
+    def after(self, k: int) -> list[Tree]:
+        return []
+
+    def later(self, phase: str, work: Callable[[], T], finish: Callable[[T], None]) -> None:
+        finish(work())
+
+    def settle(self, phase: str, propose: bool = True) -> None:
+        return None
+
+
+__all__: Sequence[str] = (
+    "Combine",
+    "Lookahead",
+    "Pass",
+    "Problem",
+    "ProblemDefaults",
+    "Spare",
+    "Speculate",
+)
