@@ -328,3 +328,58 @@ def test_a_stopped_search_waits_for_the_background_retrace_and_proposes_nothing(
         ordered.run(problem)
     assert len(traced) == 1 and not problem.background.waiting("ordered")
     assert "heavy1.txt" in problem.current.entries  # no cut was proposed
+
+
+class _Noted(PredicateProblem):
+    """Records the events a pass notes."""
+
+    def __init__(self, tree: Tree, predicate: Any) -> None:
+        super().__init__(tree, predicate)
+        self.count_runs = True
+        self.notes: list[tuple[str, str, dict[str, Any]]] = []
+
+    def note(self, phase: str, description: str, **fields: Any) -> None:
+        self.notes.append((phase, description, fields))
+
+
+def _read_everything(unused: int) -> tuple[Tree, TraceResult]:
+    """A "test suite" that reads every file: the trace names all of them, main first; only
+    main.txt and deep.txt are needed."""
+    from repomin.passes.files import FLAT_LIMIT
+
+    assert unused + 2 > FLAT_LIMIT  # a large tree: the head start's case
+    files = {"main.txt": "load deep.txt\n", "deep.txt": "BUG\n"}
+    files.update({f"data/d{i:03}.txt": f"datum {i}\n" for i in range(unused)})
+    tree = text_tree(files)
+    order = ("main.txt", "deep.txt", *sorted(p for p in tree.entries if p.startswith("data/")))
+    return tree, TraceResult("strace", frozenset(tree.entries), "ok", order=order)
+
+
+def test_a_large_tree_goes_through_the_files_search_first_on_a_short_leash() -> None:
+    from repomin.passes.files import DeleteFiles
+
+    tree, everything = _read_everything(120)
+    ordered = TraceOrder(SearchHints(trace=everything))
+    ordered.bind({"files": DeleteFiles(), "lines": DeleteLines()})
+    problem = _Noted(tree, _fails)
+    ordered.run(problem)
+    assert set(problem.current.entries) == {"main.txt", "deep.txt"}
+    # the data files went whole before any content pass saw them
+    assert not any(path.startswith("data/") for path, *_ in ordered.log)
+    [(phase, text, fields)] = [n for n in problem.notes if "files search first" in n[1]]
+    assert phase == "ordered" and fields["files_before"] == 122 and fields["files_after"] <= 3
+    assert fields["runs"] < 40  # k·log2(N/k)-like, far below one run per file
+
+
+def test_the_head_start_stops_after_two_descents_without_an_acceptance() -> None:
+    from repomin.passes.files import DeleteFiles
+
+    tree, _ = _read_everything(120)
+    problem = _Noted(tree, lambda t: t.file_count == tree.file_count)  # every file needed
+    TraceOrder().head_start(problem, DeleteFiles())
+    assert problem.current is tree
+    drought = 2 * 7  # 2·ceil(log2(122))
+    assert problem.calls == drought
+    [(_, text, fields)] = problem.notes
+    assert fields == {"runs": drought, "files_before": 122, "files_after": 122}
+    assert f"{drought} without an acceptance" in text

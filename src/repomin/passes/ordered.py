@@ -6,10 +6,11 @@ deletes them all; once the next file in the chain has lost the ``require`` calls
 need, another re-traced cut follows, and so on. Polishing leaves first (the largest file first,
 as the content passes do on their own) spends runs on files a later cut deletes whole.
 
-So, per round (after the ``files`` pass when the tree has at most ``files.FLAT_LIMIT`` files:
-its flat search is cheap there, and a build that reads every file gives no load order), for
-each text file in first-open order of the latest usable trace (the files
-the trace never named follow, largest first):
+So, per round -- after the ``files`` pass: in full when the tree has at most
+``files.FLAT_LIMIT`` files (its flat search is cheap there, and a build that reads every file
+gives no load order), on a short leash when it has more (:meth:`TraceOrder.head_start`) -- for
+each text file in first-open order of the latest usable trace (the files the trace never named
+follow, largest first):
 
 1. propose deleting the file (one candidate; with ``--jobs`` the content passes' candidates
    follow in the next calls),
@@ -32,6 +33,8 @@ nothing and the stand-alone passes work as before.
 
 from __future__ import annotations
 
+import contextlib
+import math
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
@@ -102,6 +105,8 @@ class TraceOrder:
             # 3·k·log2(N/k) runs, less than content passes on files it deletes (a build that
             # reads every file gives no load order to follow).
             self.files.run(problem)
+        elif self.files is not None:
+            self.head_start(problem, self.files)
         budget = FIRST_BUDGET
         try:
             while True:  # sweeps: the files a budget cut short get a larger one next time
@@ -124,6 +129,32 @@ class TraceOrder:
         except BaseException:
             problem.settle(self.name, propose=False)  # stopped: wait, propose nothing
             raise
+
+    def head_start(self, problem: Problem, files: Pass) -> None:
+        """The ``files`` search over a large tree before any file's content, on a short leash:
+        at most a file's first budget of runs (:data:`FIRST_BUDGET`), and at most
+        ``2·log2(N)`` runs without an acceptance -- the cost of two halving descents through
+        N files that found nothing to delete, the evidence that the files are mostly needed
+        as they are (a load chain, where they go only once an entry point shrinks). Where most
+        files can go whole (a test suite's data files, a library its driver never reaches) it
+        removes them at about ``k·log2(N/k)`` runs before a content pass spends a run on them;
+        where they cannot, it stops after a few runs. One ``ordered`` event says what it did."""
+        tree = problem.current
+        drought = 2 * math.ceil(math.log2(tree.file_count))
+        runs = problem.runs
+        with contextlib.suppress(OverBudget):
+            files.run(View(problem, lambda _: False, FIRST_BUDGET, drought=drought))
+        spent = problem.runs - runs
+        now = problem.current.file_count
+        problem.note(
+            self.name,
+            f"files search first over {tree.file_count} files (at most {FIRST_BUDGET} runs, "
+            f"{drought} without an acceptance): {spent} oracle runs, "
+            f"{tree.file_count} -> {now} files",
+            runs=spent,
+            files_before=tree.file_count,
+            files_after=now,
+        )
 
     def _first(self, problem: Problem, files: list[str], k: int) -> list[Tree]:
         """What this pass proposes first for the next file if the incumbent stays as it is

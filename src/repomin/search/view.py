@@ -1,9 +1,10 @@
 """A problem seen through an extra protection rule and a budget of oracle runs.
 
-A pass that runs other passes on part of the tree (``ordered`` on one file at a time,
-``restart`` on a scratch copy) hands them a :class:`View`: every other path protected, at
-most ``budget`` further runs, and what the caller proposes next (``after``) for the inner
-passes' searches to hand on. Everything else is the underlying problem's, including how
+A pass that runs other passes on part of the tree (``ordered`` on one file at a time, or on
+every file with a short leash; ``restart`` on a scratch copy) hands them a :class:`View`:
+every other path protected, at most ``budget`` further runs (and at most ``drought`` runs
+without a change of the incumbent), and what the caller proposes next (``after``) for the
+inner passes' searches to hand on. Everything else is the underlying problem's, including how
 broad it decides (``search/breadth.py``): the view forwards that, so the deletion searches
 inside it batch and chain as they would outside.
 """
@@ -26,7 +27,8 @@ class OverBudget(Exception):
 
 class View:
     """A :class:`~repomin.search.problem.Problem` seen through an extra protection rule
-    (everything else delegated), optionally with a budget of oracle runs: past it, no more
+    (everything else delegated), optionally with a budget of oracle runs and a drought limit
+    (runs since the incumbent last changed, or since the view was made): past either, no more
     candidates are handed on and the next ``try_first`` or ``try_batch`` raises
     :class:`OverBudget`."""
 
@@ -36,16 +38,27 @@ class View:
         protect: Callable[[str], bool],
         budget: int | None = None,
         after: Callable[[int], list[Tree]] | None = None,
+        drought: int | None = None,
     ) -> None:
         self._problem = problem
         self._protect = protect
         self._limit = None if budget is None else problem.runs + budget
+        self._drought = drought
+        #: The incumbent last seen to change, and the runs then.
+        self._mark = (problem.current.digest, problem.runs)
         #: What the caller proposes after the passes in this view, if the tree stays as it
         #: is (the ``ordered`` pass: the next file's first candidates).
         self._after = after
 
     def _over(self) -> bool:
-        return self._limit is not None and self._problem.runs >= self._limit
+        runs = self._problem.runs
+        if self._drought is not None:
+            digest = self._problem.current.digest
+            if digest != self._mark[0]:
+                self._mark = (digest, runs)
+            elif runs - self._mark[1] >= self._drought:
+                return True
+        return self._limit is not None and runs >= self._limit
 
     @property
     def current(self) -> Tree:
