@@ -371,14 +371,14 @@ def test_a_large_tree_goes_through_the_files_search_first_on_a_short_leash() -> 
     assert fields["runs"] < 40  # k·log2(N/k)-like, far below one run per file
 
 
-def test_the_head_start_stops_after_two_descents_without_an_acceptance() -> None:
+def test_the_head_start_stops_after_one_descent_without_an_acceptance() -> None:
     from repomin.passes.files import DeleteFiles
 
     tree, _ = _read_everything(120)
     problem = _Noted(tree, lambda t: t.file_count == tree.file_count)  # every file needed
     TraceOrder().head_start(problem, DeleteFiles())
     assert problem.current is tree
-    drought = 2 * 7  # 2·ceil(log2(122))
+    drought = 7  # ceil(log2(122))
     assert problem.calls == drought
     [(_, text, fields)] = problem.notes
     assert fields == {"runs": drought, "files_before": 122, "files_after": 122}

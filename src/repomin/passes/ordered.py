@@ -133,14 +133,14 @@ class TraceOrder:
     def head_start(self, problem: Problem, files: Pass) -> None:
         """The ``files`` search over a large tree before any file's content, on a short leash:
         at most a file's first budget of runs (:data:`FIRST_BUDGET`), and at most
-        ``2·log2(N)`` runs without an acceptance -- the cost of two halving descents through
+        ``ceil(log2(N))`` runs without an acceptance -- the cost of one halving descent through
         N files that found nothing to delete, the evidence that the files are mostly needed
         as they are (a load chain, where they go only once an entry point shrinks). Where most
         files can go whole (a test suite's data files, a library its driver never reaches) it
         removes them at about ``k·log2(N/k)`` runs before a content pass spends a run on them;
         where they cannot, it stops after a few runs. One ``ordered`` event says what it did."""
         tree = problem.current
-        drought = 2 * math.ceil(math.log2(tree.file_count))
+        drought = math.ceil(math.log2(tree.file_count))
         runs = problem.runs
         with contextlib.suppress(OverBudget):
             files.run(View(problem, lambda _: False, FIRST_BUDGET, drought=drought))
