@@ -366,7 +366,7 @@ def test_a_large_tree_goes_through_the_files_search_first_on_a_short_leash() -> 
     assert set(problem.current.entries) == {"main.txt", "deep.txt"}
     # the data files went whole before any content pass saw them
     assert not any(path.startswith("data/") for path, *_ in ordered.log)
-    [(phase, text, fields)] = [n for n in problem.notes if "files search first" in n[1]]
+    [(phase, _, fields)] = [n for n in problem.notes if "files search first" in n[1]]
     assert phase == "ordered" and fields["files_before"] == 122 and fields["files_after"] <= 3
     assert fields["runs"] < 40  # k·log2(N/k)-like, far below one run per file
 
@@ -383,3 +383,22 @@ def test_the_head_start_stops_after_one_descent_without_an_acceptance() -> None:
     [(_, text, fields)] = problem.notes
     assert fields == {"runs": drought, "files_before": 122, "files_after": 122}
     assert f"{drought} without an acceptance" in text
+
+
+def test_the_head_start_is_reported_when_the_search_stops_inside_it() -> None:
+    from repomin.passes.files import DeleteFiles
+    from repomin.sampling.budget import StopSearch
+
+    tree, _ = _read_everything(120)
+
+    def stops_on_the_fourth(t: Tree) -> bool:
+        if problem.calls >= 4:
+            raise StopSearch("max_time")
+        return False
+
+    problem = _Noted(tree, stops_on_the_fourth)
+    with pytest.raises(StopSearch):
+        TraceOrder().head_start(problem, DeleteFiles())
+    [(_, text, fields)] = problem.notes
+    assert fields == {"runs": 4, "files_before": 122, "files_after": 122}
+    assert text.endswith("(the search stopped during it)")

@@ -138,23 +138,30 @@ class TraceOrder:
         as they are (a load chain, where they go only once an entry point shrinks). Where most
         files can go whole (a test suite's data files, a library its driver never reaches) it
         removes them at about ``k·log2(N/k)`` runs before a content pass spends a run on them;
-        where they cannot, it stops after a few runs. One ``ordered`` event says what it did."""
+        where they cannot, it stops after a few runs. One ``ordered`` event says what it did,
+        also when the reduction stops during it."""
         tree = problem.current
         drought = math.ceil(math.log2(tree.file_count))
         runs = problem.runs
-        with contextlib.suppress(OverBudget):
-            files.run(View(problem, lambda _: False, FIRST_BUDGET, drought=drought))
-        spent = problem.runs - runs
-        now = problem.current.file_count
-        problem.note(
-            self.name,
-            f"files search first over {tree.file_count} files (at most {FIRST_BUDGET} runs, "
-            f"{drought} without an acceptance): {spent} oracle runs, "
-            f"{tree.file_count} -> {now} files",
-            runs=spent,
-            files_before=tree.file_count,
-            files_after=now,
-        )
+        stopped = ""
+        try:
+            with contextlib.suppress(OverBudget):
+                files.run(View(problem, lambda _: False, FIRST_BUDGET, drought=drought))
+        except BaseException:
+            stopped = " (the search stopped during it)"
+            raise
+        finally:  # the event also when the reduction stops inside it (--max-time)
+            spent = problem.runs - runs
+            now = problem.current.file_count
+            problem.note(
+                self.name,
+                f"files search first over {tree.file_count} files (at most {FIRST_BUDGET} runs, "
+                f"{drought} without an acceptance): {spent} oracle runs, "
+                f"{tree.file_count} -> {now} files{stopped}",
+                runs=spent,
+                files_before=tree.file_count,
+                files_after=now,
+            )
 
     def _first(self, problem: Problem, files: list[str], k: int) -> list[Tree]:
         """What this pass proposes first for the next file if the incumbent stays as it is
