@@ -79,7 +79,9 @@ class Problem(Protocol):
     def later(self, phase: str, work: Callable[[], T], finish: Callable[[T], None]) -> None:
         """Run ``work`` and call ``finish`` with its result -- at once, or (when the search
         has room for it) in the background, finishing when the search layer settles
-        ``phase``: after the next pass that draws samples, or at :meth:`settle`. One piece
+        ``phase``: after the next pass that draws samples, or at :meth:`settle`. ``phase`` is
+        the name of the scheduled pass the work belongs to (the driver settles work by pass
+        name; work under another name is only waited for when the search stops). One piece
         of work per phase; a new one settles the previous first."""
         ...
 
