@@ -1,4 +1,5 @@
-"""The ``pyexpr`` pass: element deletion, hoisting, body joins (in-process predicates)."""
+"""The ``pyexpr`` pass: element deletion, hoisting, unwrapping definitions, body joins (in-process
+predicates)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from repomin.passes.pyexpr import (
     element_edits,
     hoist_edits,
     join_edits,
+    unwrap_edits,
 )
 from repomin.passes.textedit import compiles, splice
 from repomin.tree import Tree
@@ -59,6 +61,71 @@ def test_join_only_bodies_of_simple_one_line_statements() -> None:
     assert joined_method in out
     assert len(out) == 2  # not the class (compound body), the if/else, or the commented header
     assert all(compiles(candidate) for candidate in out)
+
+
+def test_definitions_unwrap_into_their_dedented_bodies_decorators_and_all() -> None:
+    data = (
+        b"import inspect\n"
+        b"@cache\n"
+        b"def sig(func):\n"
+        b"    inspect.formatargspec(\n"
+        b"        func)\n"
+        b"class C:\n"
+        b"    async def m(self): pass\n"
+        b"    def n(self):\n"
+        b"        return 1\n"
+        b"def one(): pass\n"
+    )
+    edits = unwrap_edits(data, ast.parse(data))
+    assert [e.what for e in edits] == [
+        "unwrap def sig at line 3",
+        "unwrap class C at line 6",
+        "unwrap def n at line 8",
+    ]  # not m or one: their bodies sit on the header's line
+    out = applied(data, edits)
+    assert (
+        data.replace(
+            b"@cache\ndef sig(func):\n    inspect.formatargspec(\n    ", b"inspect.formatargspec(\n"
+        )
+        in out
+    )
+    assert (
+        data.replace(
+            b"class C:\n    async def m(self): pass\n    def n(self):\n        return 1\n",
+            b"async def m(self): pass\ndef n(self):\n    return 1\n",
+        )
+        in out
+    )
+    assert data.replace(b"    def n(self):\n        return 1\n", b"    return 1\n") in out
+    # a candidate that would not compile (return outside a function) is never proposed
+    seen: list[bytes] = []
+    reduce_in_process(
+        PythonExpressions(),
+        text_tree({"m.py": data}),
+        lambda t: seen.append(t["m.py"].data) and False,
+    )
+    assert len(seen) > 3 and all(compiles(candidate) for candidate in seen)
+
+
+def test_unwrapping_hoists_a_failing_call_out_of_its_function() -> None:
+    """mock 1.0.1's shape: the failing call sits in a function that an import-time call
+    reaches; unwrapped, the call fails at import, and the definitions around it can go."""
+    mod = b"import inspect\ndef _sig(f):\n    inspect.formatargspec(\n        )\nX = 1\n"
+
+    def fails(tree: Tree) -> bool:
+        data = tree.entries["mock.py"].data if "mock.py" in tree.entries else b""
+        try:
+            module = ast.parse(data)
+        except SyntaxError:
+            return False
+        top = [n for n in module.body if isinstance(n, ast.Expr)]
+        return any(b"formatargspec" in ast.unparse(n).encode() for n in top) or b"def _sig" in data
+
+    problem = reduce_in_process(PythonExpressions(), text_tree({"mock.py": mod}), fails)
+    assert (
+        problem.current.entries["mock.py"].data
+        == b"import inspect\ninspect.formatargspec(\n    )\nX = 1\n"
+    )
 
 
 def test_fstring_nodes_are_not_edited() -> None:

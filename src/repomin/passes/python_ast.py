@@ -315,15 +315,16 @@ def _keyword(node: ast.stmt) -> str:
     }.get(type(node).__name__, type(node).__name__)
 
 
-def _unwrapped(src: PySource, node: ast.stmt) -> bytes | None:
-    """The file with ``node`` replaced by its own body, dedented one level; None if unsafe."""
+def unwrap_edit(src: PySource, node: ast.stmt) -> tuple[int, int, bytes] | None:
+    """The edit that replaces ``node`` (with its decorators) by its own body, dedented one
+    level, as ``(start, end, text)``; None if unsafe."""
     body: list[ast.stmt] = getattr(node, "body", [])
     if not body or not src.stmt_alone([node]):
         return None
     first = src.first_line(body[0])
     if src.line(first)[: body[0].col_offset].strip():
         return None  # the body sits on the header's line
-    outer = indentation(src.line(node.lineno))
+    outer = indentation(src.line(src.first_line(node)))
     inner = indentation(src.line(first))
     if len(inner) <= len(outer) or not inner.startswith(outer):
         return None
@@ -333,5 +334,11 @@ def _unwrapped(src: PySource, node: ast.stmt) -> bytes | None:
         outer + line[len(inner) :] if line.startswith(inner) else line
         for line in src.lines[first - 1 : last]
     ]
-    start, end = src.whole_lines(node.lineno, node.end_lineno or node.lineno)
-    return splice(src.data, [(start, end, b"".join(lines))])
+    start, end = src.whole_lines(src.first_line(node), node.end_lineno or node.lineno)
+    return start, end, b"".join(lines)
+
+
+def _unwrapped(src: PySource, node: ast.stmt) -> bytes | None:
+    """The file with ``node`` replaced by its own body, dedented one level; None if unsafe."""
+    edit = unwrap_edit(src, node)
+    return None if edit is None else splice(src.data, [edit])
