@@ -1,6 +1,7 @@
 """The pass instances of one reduction, wired to their inputs.
 
-The trace cut gets the first traced run, the references cut the command, the semantic pass its
+The trace cut gets the first traced run, the references cut the command, the shortcut the
+command and the baseline's failing output, the semantic pass its
 client and failure context, and every pass the shared search hints (trace and
 reference-distance priors of the learning deletion search, the re-trace callback); then the
 content passes learn what the ordered pass settled and the restart pass what it restarts.
@@ -8,7 +9,7 @@ content passes learn what the ordered pass settled and the restart pass what it 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from repomin.analysis.refs import distances as refs_distances
 from repomin.analysis.semantic import SemanticClient, describe_spec, failure_context
@@ -20,6 +21,7 @@ from repomin.passes.ordered import wrap_unsettled
 from repomin.passes.refs import RefsCut
 from repomin.passes.restart import bind_restart
 from repomin.passes.semantic import SemanticReduce
+from repomin.passes.shortcut import LoadShortcut
 from repomin.passes.trace import TraceCut
 from repomin.tree import Tree
 
@@ -28,6 +30,7 @@ def pass_instances(
     options: ReduceOptions,
     trace: TraceResult,
     retrace: Callable[[Tree], TraceResult] | None = None,
+    failures: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Pass]:
     """One instance per scheduled pass (see the module docstring)."""
     instances: dict[str, Pass] = {name: REGISTRY[name]() for name in options.schedule}
@@ -40,10 +43,15 @@ def pass_instances(
         instances["trace"] = TraceCut(trace)
     if "refs" in instances:
         instances["refs"] = RefsCut(options.command)
+    shortcut = LoadShortcut(options.command, failures) if "shortcut" in instances else None
+    if shortcut is not None:
+        instances["shortcut"] = shortcut
     if "semantic" in instances and options.semantic is not None:
         context = failure_context(options.command, describe_spec(options.spec))
         instances["semantic"] = SemanticReduce(SemanticClient(options.semantic), context)
     attach(instances, hints)
     wrap_unsettled(instances)
     bind_restart(instances)
+    if shortcut is not None:
+        shortcut.bind(instances)
     return instances

@@ -211,6 +211,14 @@ def traced_run(
 # -- search -----------------------------------------------------------------------------------
 
 
+def _failing_output(ctx: Context, baselined: Baselined) -> list[tuple[str, str]]:
+    """The output and working directory of the baseline's first run that reproduced."""
+    for outcome in baselined.baseline.outcomes:
+        if ctx.oracle.contract.reproduces(outcome):
+            return [(outcome.output, outcome.workdir)]
+    return []
+
+
 def search_stage(
     ctx: Context, baselined: Baselined, trace: TraceResult, protected: Callable[[str], bool]
 ) -> ReductionResult:
@@ -235,7 +243,12 @@ def search_stage(
     result = run_passes(
         reduction,
         options.schedule,
-        passes=pass_instances(options, trace, lambda tree: trace_stage(ctx, tree, (trace.method,))),
+        passes=pass_instances(
+            options,
+            trace,
+            lambda tree: trace_stage(ctx, tree, (trace.method,)),
+            failures=_failing_output(ctx, baselined),
+        ),
         stall_only=STALL_ONLY,
         on_pass=lambda name: _on_pass(ctx, name),
         backtrack_first=baselined.backtrack,

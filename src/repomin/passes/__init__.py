@@ -23,6 +23,7 @@ from repomin.passes.python_ast import PythonReduce
 from repomin.passes.refs import RefsCut
 from repomin.passes.restart import Restart
 from repomin.passes.semantic import SemanticReduce
+from repomin.passes.shortcut import LoadShortcut
 from repomin.passes.tokens import DeleteTokens
 from repomin.passes.trace import TraceCut
 from repomin.search.problem import Pass, Problem
@@ -30,6 +31,7 @@ from repomin.search.problem import Pass, Problem
 REGISTRY: dict[str, type[Pass]] = {
     TraceCut.name: TraceCut,
     RefsCut.name: RefsCut,
+    LoadShortcut.name: LoadShortcut,
     CoverageCut.name: CoverageCut,
     TraceOrder.name: TraceOrder,
     DeleteFiles.name: DeleteFiles,
@@ -45,7 +47,8 @@ REGISTRY: dict[str, type[Pass]] = {
     SemanticReduce.name: SemanticReduce,
 }
 
-#: The default schedule: the trace cut and the reference cut, emptying the JavaScript bodies
+#: The default schedule: the trace cut and the reference cut, the entry point loading the
+#: module whose top-level code failed (``shortcut``, once), emptying the JavaScript bodies
 #: the traced run never executed (``coverage``: before ``normalise``, which would make the
 #: coverage of every file it edits stale), comment stripping over every file at once, then
 #: ``ordered`` (the content passes file by file in the traced run's first-open order, each
@@ -57,6 +60,7 @@ REGISTRY: dict[str, type[Pass]] = {
 DEFAULT_SCHEDULE: tuple[str, ...] = (
     "trace",
     "refs",
+    "shortcut",
     "coverage",
     "normalise",
     "ordered",
