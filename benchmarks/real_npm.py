@@ -208,10 +208,12 @@ PUG_EXPERT = listed_expert(
 )
 GULP_EXPERT = listed_expert(
     "npm-gulp-3.9.1",
-    296,
-    860883,
-    "gulpfile.js cut to `require('gulp')`; the 295 node_modules files that gulp's CLI and its "
-    "require chain down to natives open, kept whole (an upper bound: none of them trimmed)",
+    2,
+    202,
+    "gulp's bin/gulp.js cut to `require('natives').require('fs')` and natives/index.js to "
+    "what re-evaluates Node's fs.js source under its own name (`vm.runInThisContext(natives[id], "
+    "{ filename: id + '.js' })`): the CLI, liftoff, the gulpfile, vinyl-fs and graceful-fs only "
+    "lead there (until 2026-12-03 this was an upper bound of 296 files kept whole)",
 )
 WEBPACK_EXPERT = listed_expert(
     "npm-webpack-4.46.0",

@@ -1,1 +1,0 @@
-const gulp = require('gulp');
