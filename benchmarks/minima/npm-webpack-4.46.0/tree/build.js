@@ -1,0 +1,1 @@
+require('webpack/lib/util/createHash')('md4')
