@@ -174,7 +174,7 @@ def test_live_display_moves_during_a_5s_run(tmp_path: Path) -> None:
         raw: list[str] = []
         start = time.monotonic()
         first = read_until(child, start + 1.0, raw)
-        second = read_until(child, start + 2.0, raw)
+        second = read_until(child, start + 2.5, raw)  # a loaded machine refreshes late
         for frame in (first, second):
             assert "baseline 0/1" in frame and "in flight 1/1 oldest" in frame, frame
         clocks = [re.match(r"(\d+):(\d\d)  ", f) for f in (first, second)]
