@@ -220,16 +220,15 @@ TORNADO_EXPERT = {
     ),
 }
 URLLIB3_EXPERT = _expert(
-    "test_response's `from urllib3.response import HTTPResponse`, response's "
-    "`from ._collections import HTTPHeaderDict`, _collections' `from collections import "
-    "Mapping`, and an empty urllib3/__init__.py (an installed urllib3 would win over a "
-    "namespace package)",
-    4,
-    115,
+    "test_response cut to `import urllib3._collections`, _collections' `from collections "
+    "import Mapping`, and an empty urllib3/__init__.py (an installed urllib3 would win over a "
+    "namespace package); until 2026-12-03 the import chain through response.py (4 files / "
+    "115 B), which the reduction then went below",
+    3,
+    60,
     {
-        "test/test_response.py": "from urllib3.response import HTTPResponse\n",
+        "test/test_response.py": "import urllib3._collections\n",
         "urllib3/__init__.py": "",
-        "urllib3/response.py": "from ._collections import HTTPHeaderDict\n",
         "urllib3/_collections.py": "from collections import Mapping\n",
     },
 )
@@ -247,15 +246,15 @@ KOMBU_EXPERT = _expert(
     },
 )
 NETWORKX_EXPERT = _expert(
-    "route.py's `import networkx`, networkx/__init__'s `import networkx.classes`, "
-    "classes/__init__'s `from .graph import Graph`, graph.py's `from collections import "
-    "Mapping`",
-    4,
-    97,
+    "route.py cut to `import networkx.classes.graph`, graph.py's `from collections import "
+    "Mapping`, and an empty networkx/__init__.py (an installed networkx would win over a "
+    "namespace package); until 2026-12-03 the import chain through the two __init__ files "
+    "(4 files / 97 B), which the reduction then went below",
+    3,
+    62,
     {
-        "route.py": "import networkx\n",
-        "networkx/__init__.py": "import networkx.classes\n",
-        "networkx/classes/__init__.py": "from .graph import Graph\n",
+        "route.py": "import networkx.classes.graph\n",
+        "networkx/__init__.py": "",
         "networkx/classes/graph.py": "from collections import Mapping\n",
     },
 )
