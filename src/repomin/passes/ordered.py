@@ -38,9 +38,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
+from repomin.passes.cuts import follow, scheduled_cuts
 from repomin.passes.files import FLAT_LIMIT
 from repomin.passes.hints import SearchHints
-from repomin.passes.trace import TraceCut
 from repomin.search.problem import Lookahead, Pass, Problem
 from repomin.search.view import OverBudget, View, focus
 from repomin.tree import Entry, Tree
@@ -51,8 +51,6 @@ CONTENT: tuple[str, ...] = ("coverage", "python", "blocks", "brackets", "lines")
 #: files a budget cut short) gives four times as many. A large leaf (a 1,600-line lexer) must
 #: not hold up the files after it in the load chain, whose edits cut whole subtrees.
 FIRST_BUDGET = 150
-#: The cuts it runs after a file changed.
-CUTS: tuple[str, ...] = ("trace", "refs")
 
 
 class TraceOrder:
@@ -74,7 +72,7 @@ class TraceOrder:
     def bind(self, instances: Mapping[str, Pass]) -> None:
         """Take the scheduled content passes and cuts from the pass instances."""
         self.content = [instances[n] for n in CONTENT if n in instances]
-        self.cuts = [instances[n] for n in CUTS if n in instances]
+        self.cuts = scheduled_cuts(instances)
         self.files = instances.get("files")
 
     def is_settled(self, tree: Tree, path: str) -> bool:
@@ -226,11 +224,7 @@ class TraceOrder:
         :meth:`_work`), so that the serial traced run (3-4 samples long) no longer holds up
         both slots; with one slot at once. The next file is still taken in the older order;
         its deletion comes first, and one rejected means it is needed, so no cut takes it."""
-        for cut in self.cuts:
-            if isinstance(cut, TraceCut) and cut.done:
-                cut.retrace(problem, self.name)
-            else:
-                cut.run(problem)
+        follow(problem, self.cuts, self.name)
 
 
 class Unsettled:

@@ -29,8 +29,8 @@ from typing import ClassVar
 
 from repomin.analysis.loadframes import module_frames
 from repomin.analysis.refs.graph import command_tokens
+from repomin.passes.cuts import follow, scheduled_cuts
 from repomin.passes.textedit import compiles
-from repomin.passes.trace import TraceCut
 from repomin.search.problem import Pass, Problem
 from repomin.tree import Tree
 
@@ -38,9 +38,6 @@ _JS = (".js", ".cjs")
 _PY = (".py",)
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_]\w*$")
-
-#: The cuts that follow an accepted shortcut, in this order (as after ``ordered``'s files).
-CUTS: tuple[str, ...] = ("trace", "refs")
 
 
 class LoadShortcut:
@@ -57,7 +54,7 @@ class LoadShortcut:
 
     def bind(self, instances: Mapping[str, Pass]) -> None:
         """Take the scheduled cuts from the pass instances."""
-        self.cuts = [instances[n] for n in CUTS if n in instances]
+        self.cuts = scheduled_cuts(instances)
 
     def run(self, problem: Problem) -> None:
         if self.done:
@@ -72,11 +69,7 @@ class LoadShortcut:
         won = problem.try_first(self.name, self._candidates(problem, tree, frames))
         if won is None:
             return
-        for cut in self.cuts:
-            if isinstance(cut, TraceCut) and cut.done:
-                cut.retrace(problem, self.name)
-            else:
-                cut.run(problem)
+        follow(problem, self.cuts, self.name)
 
     def _candidates(
         self, problem: Problem, tree: Tree, frames: list[str]
