@@ -5,7 +5,7 @@ from __future__ import annotations
 from repomin.passes.blocks import DeleteBlocks
 from repomin.passes.brackets import DeleteBrackets
 from repomin.passes.jslex import lex
-from repomin.passes.jsunits import bodies, statements
+from repomin.passes.jsunits import bodies, statements, unwrapping
 from repomin.tree import Tree
 from tests.unit._pass_harness import PredicateProblem, text_tree
 
@@ -121,3 +121,65 @@ def test_blocks_leave_javascript_that_lexes_to_brackets() -> None:
     DeleteBlocks().run(problem)
     assert problem.current["m.js"].data == SRC.encode()
     assert problem.current["broken.js"].data != tree["broken.js"].data
+
+
+def unwrapped(src: str) -> list[tuple[str, str] | None]:
+    """Per statement: (the text the unwrap edit replaces, its replacement), or None."""
+    data = src.encode()
+    lexed = lex(data)
+    assert lexed is not None
+    out: list[tuple[str, str] | None] = []
+    for unit in statements(data, lexed, 0, len(data), None):
+        edit = unwrapping(data, lexed, unit)
+        out.append(
+            None if edit is None else (data[edit.start : edit.end].decode(), edit.text.decode())
+        )
+    return out
+
+
+def test_unwrapping_takes_the_first_block_of_a_wrapping_statement() -> None:
+    assert unwrapped(
+        "// lead\nif (a) { x() } else { y() }\n"
+        "do { z() } while (0);\n"
+        "{ w() }\n"
+        "try {} catch (e) { r() }\n"
+        "if (b) q();\n"
+        "foo({ a: 1 });\n"
+        "iffy({ k: 1 });\n"
+    ) == [
+        ("if (a) { x() } else { y() }", " x() "),  # the leading comment stays
+        ("do { z() } while (0);", " z() "),
+        ("{ w() }\n", " w() "),
+        None,  # its first block is empty: deleting it is the same edit
+        None,  # no block
+        None,  # a call whose argument is an object
+        None,  # not a keyword
+    ]
+
+
+def test_unwrapping_finds_the_statement_a_semicolon_free_element_ends_with() -> None:
+    # Without semicolons, the statements before a block share its element.
+    src = "a = 1\nif (b) c()\ntry {\n  d()\n} finally {}\n"
+    assert unwrapped(src) == [("try {\n  d()\n} finally {}", "\n  d()\n")]
+    assert unwrapped("x = 1\n{ a: 1 }\n") == [None]  # a block only where a statement starts
+
+
+def test_the_search_unwraps_guards_around_the_failing_code() -> None:
+    src = (
+        "var ok = probe();\n"
+        "try {\n"
+        "  if (ok) {\n"
+        "    setup();\n"
+        "    fail();\n"
+        "  }\n"
+        "} finally {\n"
+        "  cleanup();\n"
+        "}\n"
+    )
+
+    def fails(t: Tree) -> bool:
+        return lex(t["m.js"].data) is not None and b"fail();" in t["m.js"].data
+
+    problem = PredicateProblem(text_tree({"m.js": src}), fails)
+    DeleteBrackets().run(problem)
+    assert problem.current["m.js"].data.split() == [b"fail();"]

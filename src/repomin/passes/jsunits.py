@@ -13,7 +13,14 @@ learning deletion searches (``passes.learning``; 1-minimal over their units for 
    parentheses (function and method bodies, branches, object literals, class bodies, the
    function passed to a call or wrapped in ``(...)``) becomes ``{}``: a method that is called
    but whose work is not needed keeps its name and loses its body, where deleting it would
-   break the call.
+   break the call;
+3. **unwrap blocks** -- a statement that wraps a block (``if (...) {...}`` with its ``else``,
+   ``try {...}`` with its ``catch``/``finally``, ``do {...} while (...)``, a bare ``{...}``)
+   is replaced by the inside of its first block: the guard, the handler or the loop goes and
+   the code it wrapped stays where it was. Neither deleting nor emptying reaches this when
+   the wrapped code is on the failing path (gulp's ``natives`` runs the failing
+   ``runInThisContext`` inside ``try { if (ContextifyScript) {...} } finally {...}``); the
+   JavaScript counterpart of ``pyexpr``'s unwrapping of a Python block.
 
 Then the pairs left non-empty are the next containers. Units that survived an earlier search
 of the same file (by their text) get the survivor prior (tested alone first). Candidates pass
@@ -23,6 +30,7 @@ the JavaScript syntax guard (``textedit.syntax_guard``: the file must still lex)
 from __future__ import annotations
 
 import heapq
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -35,6 +43,10 @@ from repomin.tree import Tree
 
 #: Words that continue the statement before them (merged into the element before).
 _CONTINUE = (b"else", b"catch", b"finally")
+_WORD = re.compile(rb"[A-Za-z_$][\w$]*")
+_SPACE = frozenset(b" \t\r\n\f\v")
+#: Words that start a statement wrapping a block the unwrap step may replace by its inside.
+_WRAPPERS = (b"if", b"try", b"do")
 #: A search cut short by an edit it cannot map starts its container again at most this often.
 RESTARTS = 3
 
@@ -70,6 +82,40 @@ def statements(data: bytes, lexed: Lexed, lo: int, hi: int, opener: int | None) 
     return out
 
 
+def _changed(problem: Problem, path: str, data: bytes) -> bool:
+    entry = problem.current.entries.get(path)
+    return entry is not None and entry.data != data
+
+
+def unwrapping(data: bytes, lexed: Lexed, unit: Element) -> Edit | None:
+    """The edit replacing the block statement that ends element ``unit`` by the inside of its
+    first block: an ``if``/``try``/``do`` statement starting the element or one of its lines
+    (statements without semicolons share an element up to the block that ends it), or a bare
+    block heading the element; None when there is none or its first block is empty."""
+    start: int | None = None
+    line_start = True  # at the element's start, or only space and comments since a newline
+    head = True
+    for i in top_level(data, lexed, unit.start, unit.end):
+        if data[i] in _SPACE:
+            line_start = line_start or data[i] == ord("\n")
+            continue
+        if i in lexed.opaque and (i, lexed.opaque[i]) in lexed.comments:
+            continue
+        if data[i] == ord("{") and i in lexed.pairs:
+            if start is None and not head:
+                return None
+            inside = data[i + 1 : lexed.pairs[i]]
+            if not inside.strip():
+                return None
+            begin = i if start is None else start
+            return Edit(begin, unit.end, data.count(b"\n", 0, begin) + 1, inside)
+        word = _WORD.match(data, i) if line_start else None
+        if word is not None and word.group() in _WRAPPERS:
+            start = i
+        head = line_start = False
+    return None
+
+
 def bodies(data: bytes, lexed: Lexed, lo: int, hi: int) -> Iterator[int]:
     """Openers of the ``{``/``[`` pairs at the level of ``[lo, hi)``, looking through ``(...)``."""
     for i in top_level(data, lexed, lo, hi):
@@ -102,13 +148,19 @@ class JsSearch:
         restarts = 0
         while pending:
             _, opener = heapq.heappop(pending)
-            for step in (self._delete, self._empty):
+            for step in (self._delete, self._empty, self._unwrap):
                 entry = problem.current.entries.get(path)
                 found = None if entry is None else container(entry.data, opener)
                 if entry is None or found is None:
                     break
                 if step(problem, path, entry.data, opener, found, guard) and restarts < RESTARTS:
                     restarts += 1
+                    heapq.heappush(pending, (-opener, opener) if opener >= 0 else (1, -1))
+                    break
+                if step == self._unwrap and _changed(problem, path, entry.data):
+                    # What was wrapped is now at this level: its statements, and the wrappers
+                    # it held, get this container's searches again (each unwrap drops a brace
+                    # pair, so this ends).
                     heapq.heappush(pending, (-opener, opener) if opener >= 0 else (1, -1))
                     break
             else:
@@ -153,6 +205,23 @@ class JsSearch:
         ]
         return self._search(problem, path, data, edits, guard, "empty bodies")
 
+    def _unwrap(
+        self,
+        problem: Problem,
+        path: str,
+        data: bytes,
+        opener: int,
+        found: tuple[Lexed, int, int],
+        guard: Guard,
+    ) -> bool:
+        lexed, lo, hi = found
+        kind = None if opener < 0 else data[opener]
+        if mode_of(data, lexed, lo, hi, kind, False) != ";":
+            return False
+        units = statements(data, lexed, lo, hi, kind)
+        edits = [e for u in units if (e := unwrapping(data, lexed, u)) is not None]
+        return self._search(problem, path, data, edits, guard, "unwrap blocks")
+
     def _search(
         self,
         problem: Problem,
@@ -196,4 +265,4 @@ class JsSearch:
         return cut_short
 
 
-__all__ = ["Edit", "JsSearch", "bodies", "container", "statements"]
+__all__ = ["Edit", "JsSearch", "bodies", "container", "statements", "unwrapping"]
