@@ -1,8 +1,8 @@
 """The pass instances of one reduction, wired to their inputs.
 
 The trace cut gets the first traced run, the references cut the command, the shortcut the
-command and the baseline's failing output, the semantic pass its
-client and failure context, and every pass the shared search hints (trace and
+command and the baseline's failing output, the carve pass those and the capture run, the
+semantic pass its client and failure context, and every pass the shared search hints (trace and
 reference-distance priors of the learning deletion search, the re-trace callback); then the
 content passes learn what the ordered pass settled and the restart pass what it restarts.
 """
@@ -16,6 +16,7 @@ from repomin.analysis.semantic import SemanticClient, describe_spec, failure_con
 from repomin.analysis.trace import TraceResult
 from repomin.app.options import ReduceOptions
 from repomin.passes import REGISTRY, Pass
+from repomin.passes.carve import Capture, CarveCall
 from repomin.passes.hints import SearchHints, attach
 from repomin.passes.ordered import wrap_unsettled
 from repomin.passes.refs import RefsCut
@@ -31,6 +32,7 @@ def pass_instances(
     trace: TraceResult,
     retrace: Callable[[Tree], TraceResult] | None = None,
     failures: Sequence[tuple[str, str]] = (),
+    capture: Capture | None = None,
 ) -> dict[str, Pass]:
     """One instance per scheduled pass (see the module docstring)."""
     instances: dict[str, Pass] = {name: REGISTRY[name]() for name in options.schedule}
@@ -46,12 +48,16 @@ def pass_instances(
     shortcut = LoadShortcut(options.command, failures) if "shortcut" in instances else None
     if shortcut is not None:
         instances["shortcut"] = shortcut
+    carve = CarveCall(options.command, failures, capture) if "carve" in instances else None
+    if carve is not None:
+        instances["carve"] = carve
     if "semantic" in instances and options.semantic is not None:
         context = failure_context(options.command, describe_spec(options.spec))
         instances["semantic"] = SemanticReduce(SemanticClient(options.semantic), context)
     attach(instances, hints)
     wrap_unsettled(instances)
     bind_restart(instances)
-    if shortcut is not None:
-        shortcut.bind(instances)
+    for one in (shortcut, carve):
+        if one is not None:
+            one.bind(instances)
     return instances

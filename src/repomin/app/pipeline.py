@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from repomin.analysis.failingcall import Call, Frame, capture_calls
 from repomin.analysis.semantic import no_provenance
 from repomin.analysis.source_access import SourceAccess, forbidden_roots, source_visible
 from repomin.analysis.trace import TraceResult, disabled, trace_opened_files
@@ -219,6 +220,17 @@ def _failing_output(ctx: Context, baselined: Baselined) -> list[tuple[str, str]]
     return []
 
 
+def _capture(ctx: Context, tree: Tree, frame: Frame) -> list[Call]:
+    """The carve pass's capture run (:mod:`repomin.analysis.failingcall`): an event, not a
+    sample."""
+    request = ctx.oracle.request
+    ctx.progress.stage("capture run", 1)
+    calls = capture_calls(ctx.runner, tree, request.command, request.env, request.timeout, frame)
+    if ctx.current_pass.name is not None:
+        ctx.progress.stage(ctx.current_pass.name)
+    return calls
+
+
 def search_stage(
     ctx: Context, baselined: Baselined, trace: TraceResult, protected: Callable[[str], bool]
 ) -> ReductionResult:
@@ -248,6 +260,7 @@ def search_stage(
             trace,
             lambda tree: trace_stage(ctx, tree, (trace.method,)),
             failures=_failing_output(ctx, baselined),
+            capture=lambda tree, frame: _capture(ctx, tree, frame),
         ),
         stall_only=STALL_ONLY,
         on_pass=lambda name: _on_pass(ctx, name),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from repomin.passes.blocks import DeleteBlocks
 from repomin.passes.brackets import DeleteBrackets
+from repomin.passes.carve import CarveCall
 from repomin.passes.files import DeleteFiles
 from repomin.passes.jscov import CoverageCut
 from repomin.passes.lines import DeleteLines
@@ -31,6 +32,7 @@ from repomin.search.problem import Pass, Problem
 REGISTRY: dict[str, type[Pass]] = {
     TraceCut.name: TraceCut,
     RefsCut.name: RefsCut,
+    CarveCall.name: CarveCall,
     LoadShortcut.name: LoadShortcut,
     CoverageCut.name: CoverageCut,
     TraceOrder.name: TraceOrder,
@@ -47,7 +49,9 @@ REGISTRY: dict[str, type[Pass]] = {
     SemanticReduce.name: SemanticReduce,
 }
 
-#: The default schedule: the trace cut and the reference cut, the entry point loading the
+#: The default schedule: the trace cut and the reference cut, the entry point making the
+#: failing call directly (``carve``, once; before ``shortcut``, whose shorter entry would
+#: make a carved entry that needs fewer files look no smaller), the entry point loading the
 #: module whose top-level code failed (``shortcut``, once), emptying the JavaScript bodies
 #: the traced run never executed (``coverage``: before ``normalise``, which would make the
 #: coverage of every file it edits stale), comment stripping over every file at once, then
@@ -60,6 +64,7 @@ REGISTRY: dict[str, type[Pass]] = {
 DEFAULT_SCHEDULE: tuple[str, ...] = (
     "trace",
     "refs",
+    "carve",
     "shortcut",
     "coverage",
     "normalise",

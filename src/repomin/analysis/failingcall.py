@@ -1,0 +1,239 @@
+"""The failing call: which in-tree function was running when the failure was raised, and with
+which arguments.
+
+A failure raised at *run time* deep inside a dependency (webpack's compiler calling
+``createHash(options.hashFunction)`` on a Node whose OpenSSL lacks MD4) is reached through
+code that deletions cannot shortcut: a CLI, a configuration, a compiler's plugin hooks. The
+same failure is often one call away: ``require("webpack/lib/util/createHash.js")("md4")``.
+This module finds that call in two steps:
+
+1. **The frame** (:func:`innermost_frame`): the first frame of the failing output's Node stack
+   (``at fn (/abs/path.js:LINE:COL)``, ``at /abs/path.js:LINE:COL``) that names a file of the
+   tree (mapped as :func:`repomin.analysis.loadframes.in_tree` does). A module's top-level
+   frame (``Object.<anonymous>``) is the load shortcut's case, not a call: None.
+2. **The capture** (:func:`capture_calls`): the command runs once more (an event, never an
+   oracle sample) with a Node preload (``failingcall.js``, through ``NODE_OPTIONS``). It
+   opens an in-process inspector session, pauses on every thrown exception whose top frame
+   is in the frame's file (every other script is blackboxed, so the many exceptions a
+   program throws and catches elsewhere cost nothing), and at the throw whose innermost
+   in-tree frame is that frame it records, for that frame and up to seven in-tree callers:
+   the file, the function's parameter names (read from its source), their values when they
+   are JavaScript primitives or plain data (arrays and plain objects of primitives, as
+   JSON; read without side effects: ``throwOnSideEffect``), and whether
+   the function is the module's ``module.exports`` or an own property of it (compared by
+   the function's source location, so no getter runs). Then it resumes: the run goes on as
+   without the preload.
+
+Only what a plain ``require`` can reach is recorded as callable (an export); values are
+those at the moment of the throw (a parameter reassigned before it differs from the value
+passed in). The capture needs the host backend on this machine: the preload and its record
+live in a private directory outside the sample, as the trace log does. A run that cannot be
+captured (no Node, the command sets ``NODE_OPTIONS`` to something that fails, the throw never
+comes) gives no calls; nothing here raises.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shlex
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from repomin.analysis.loadframes import in_tree
+from repomin.runners.base import TRACE_SAMPLE_ID, Runner, RunRequest
+from repomin.runners.sandbox import reap_stale
+from repomin.tree import Tree
+
+log = logging.getLogger(__name__)
+
+#: The preload, shipped beside this module.
+PRELOAD = Path(__file__).with_name("failingcall.js")
+#: The capture run may take this many times the configured timeout (the inspector slows it).
+TIMEOUT_FACTOR = 3.0
+
+_FRAME = re.compile(
+    r"^\s*at (?:(?P<name>[^\n()]+?) \((?P<path>/[^()\n]+?):(?P<line>\d+):(?P<col>\d+)\)"
+    r"|(?P<bare>/[^()\n\s]+?):(?P<bline>\d+):(?P<bcol>\d+))\s*$",
+    re.M,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """A stack frame in the tree: its file (tree path), 1-based line and column."""
+
+    path: str
+    line: int
+    column: int
+
+
+class Undefined:
+    """A captured ``undefined`` argument (JSON has none)."""
+
+    def __repr__(self) -> str:
+        return "undefined"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Undefined)
+
+    def __hash__(self) -> int:
+        return 0
+
+
+#: A captured argument: a JavaScript primitive, or plain data (arrays and plain objects of
+#: primitives, as JSON).
+Value = str | int | float | bool | None | Undefined | list[Any] | dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A recorded call that a ``require`` reaches: ``export`` is ``module.exports`` or
+    ``exports.NAME`` / ``exports["NAME"]``; ``values`` the parameters' values, in order."""
+
+    path: str
+    export: str
+    values: tuple[Value, ...]
+
+
+def innermost_frame(output: str, workdir: str, tree: Tree) -> Frame | None:
+    """The first frame of ``output``'s Node stack that is in ``tree``; None when there is
+    none or it is a module's top-level code."""
+    for m in _FRAME.finditer(output):
+        path = m.group("path") or m.group("bare")
+        rel = in_tree(path, workdir, tree)
+        if rel is None:
+            continue
+        if m.group("name") == "Object.<anonymous>":
+            return None
+        line = m.group("line") or m.group("bline")
+        col = m.group("col") or m.group("bcol")
+        return Frame(rel, int(line), int(col))
+    return None
+
+
+def capture_script(command: str, sink: str, frame: Frame) -> str:
+    """The POSIX shell script that runs ``command`` with the preload (``sink``: the private
+    host directory holding the preload and receiving the record)."""
+    quoted = shlex.quote(command)
+    d = shlex.quote(sink)
+    target = shlex.quote(f"/{frame.path}:{frame.line}:{frame.column}")
+    return f"""
+__rm_r=$(pwd -P)
+export REPOMIN_CARVE_ROOT="$__rm_r"
+export REPOMIN_CARVE_TARGET="$__rm_r"{target}
+export REPOMIN_CARVE_OUT={d}/calls.json
+export NODE_OPTIONS="--require {d}/failingcall.js${{NODE_OPTIONS:+ $NODE_OPTIONS}}"
+/bin/sh -c {quoted}
+"""
+
+
+def capture_calls(
+    runner: Runner,
+    tree: Tree,
+    command: str,
+    env: Mapping[str, str],
+    timeout: float,
+    frame: Frame,
+) -> list[Call]:
+    """Run ``command`` once on ``tree`` with the preload; the calls it recorded, innermost
+    first (none when it cannot be captured; see the module docstring)."""
+    if runner.backend != "host" or runner.describe().get("dispatch_engine") is not None:
+        return []
+    reap_stale(Path(tempfile.gettempdir()), "repomin-carve-")
+    sink = tempfile.mkdtemp(prefix=f"repomin-carve-{os.getpid()}-")
+    try:
+        shutil.copy2(PRELOAD, Path(sink) / PRELOAD.name)
+        request = RunRequest(
+            capture_script(command, sink, frame), env, timeout * TIMEOUT_FACTOR, TRACE_SAMPLE_ID
+        )
+        try:
+            outcome = runner.run(tree, request)
+        except Exception as exc:  # a capture problem is never fatal
+            log.warning("carve: the capture run failed: %s", exc)
+            return []
+        try:
+            record = json.loads((Path(sink) / "calls.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            return []
+        return calls_of(record, outcome.workdir, tree)
+    finally:
+        shutil.rmtree(sink, ignore_errors=True)
+
+
+def calls_of(record: Any, workdir: str, tree: Tree) -> list[Call]:
+    """The callable frames of a preload record, innermost first (see :class:`Call`)."""
+    out: list[Call] = []
+    frames = record.get("frames") if isinstance(record, dict) else None
+    for frame in frames if isinstance(frames, list) else []:
+        if not isinstance(frame, dict) or "unsupported" in frame:
+            continue
+        export, path = frame.get("export"), frame.get("path")
+        values = _values(frame.get("values"))
+        if not isinstance(export, str) or not isinstance(path, str) or values is None:
+            continue
+        rel = in_tree(path, record.get("root", workdir) or workdir, tree)
+        if rel is not None:
+            out.append(Call(rel, export, values))
+    return out
+
+
+def _values(raw: Any) -> tuple[Value, ...] | None:
+    if not isinstance(raw, list):
+        return None
+    out: list[Value] = []
+    for v in raw:
+        if isinstance(v, dict):
+            if v == {"undefined": True}:
+                out.append(Undefined())
+                continue
+            text = v.get("json")
+            if not isinstance(text, str):
+                return None
+            try:
+                out.append(json.loads(text))
+            except ValueError:
+                return None
+        elif v is None or isinstance(v, str | int | float | bool):
+            out.append(v)
+        else:
+            return None
+    return tuple(out)
+
+
+def js_call(entry: str, call: Call) -> bytes | None:
+    """One statement in ``entry`` that requires ``call``'s module and calls it with the
+    recorded values (trailing ``undefined`` dropped); None when the export is not a name."""
+    rel = os.path.relpath(call.path, os.path.dirname(entry) or ".")
+    rel = rel if rel.startswith(".") else "./" + rel
+    target = f"require({json.dumps(rel)})"
+    if call.export != "module.exports":
+        name = call.export.removeprefix("exports")
+        if not (name.startswith(".") or name.startswith("[")):
+            return None
+        target += name
+    values = list(call.values)
+    while values and isinstance(values[-1], Undefined):
+        values.pop()
+    args = ", ".join("undefined" if isinstance(v, Undefined) else json.dumps(v) for v in values)
+    return f"{target}({args});\n".encode()
+
+
+__all__ = [
+    "PRELOAD",
+    "Call",
+    "Frame",
+    "Undefined",
+    "Value",
+    "calls_of",
+    "capture_calls",
+    "capture_script",
+    "innermost_frame",
+    "js_call",
+]
