@@ -16,6 +16,7 @@ from repomin.analysis.failingcall import (
     Call,
     Frame,
     Undefined,
+    Unwritten,
     calls_of,
     capture_calls,
     innermost_frame,
@@ -52,11 +53,17 @@ TREE = {
 def test_the_innermost_frame_is_the_first_in_the_tree() -> None:
     tree = text_tree(TREE)
     assert innermost_frame(WEBPACK_STACK, "/tmp/s1/w", tree) == Frame(
-        "node_modules/webpack/lib/util/createHash.js", 135, 53
+        "node_modules/webpack/lib/util/createHash.js",
+        135,
+        53,
+        ("node_modules/webpack/lib/util/createHash.js", "node_modules/webpack/lib/NormalModule.js"),
     )
     bare = "Error: x\n    at /tmp/s1/w/node_modules/webpack/lib/NormalModule.js:452:10\n"
     assert innermost_frame(bare, "/tmp/s1/w", tree) == Frame(
-        "node_modules/webpack/lib/NormalModule.js", 452, 10
+        "node_modules/webpack/lib/NormalModule.js",
+        452,
+        10,
+        ("node_modules/webpack/lib/NormalModule.js",),
     )
     # a module's top-level code is the load shortcut's case; Python has no Node frames
     top = (
@@ -79,9 +86,12 @@ def test_the_call_is_written_relative_to_the_entry_with_its_values() -> None:
     odd = Call("lib/m.js", 'exports["two words"]', (Undefined(), 1.5, None, Undefined()))
     assert js_call("main.js", odd) == b'require("./lib/m.js")["two words"](undefined, 1.5, null);\n'
     assert js_call("main.js", Call("lib/m.js", "prototype.x", ())) is None
+    unwritten = Call("lib/m.js", "module.exports", ("src", Unwritten(), 2, Unwritten()))
+    assert js_call("main.js", unwritten) == b'require("./lib/m.js")("src", undefined, 2);\n'
+    assert not unwritten.complete and odd.complete
 
 
-def test_only_exported_frames_with_written_values_are_calls() -> None:
+def test_only_exported_frames_with_values_are_calls() -> None:
     tree = text_tree(TREE)
     record = {
         "root": "/tmp/s9/w",
@@ -89,6 +99,7 @@ def test_only_exported_frames_with_written_values_are_calls() -> None:
             {"path": "/tmp/s9/w/build.js", "unsupported": "module top level"},
             {"path": "/tmp/s9/w/build.js", "export": None, "values": []},
             {"path": "/tmp/s9/w/build.js", "export": "exports.f", "values": [{"unsupported": "x"}]},
+            {"path": "/tmp/s9/w/build.js", "export": "exports.g", "values": None},
             {"path": "/tmp/s9/w/outside.js", "export": "module.exports", "values": []},
             {
                 "path": "/tmp/s9/w/node_modules/webpack/lib/util/createHash.js",
@@ -98,11 +109,12 @@ def test_only_exported_frames_with_written_values_are_calls() -> None:
         ],
     }
     assert calls_of(record, "/elsewhere", tree) == [
+        Call("build.js", "exports.f", (Unwritten(),)),
         Call(
             "node_modules/webpack/lib/util/createHash.js",
             "module.exports",
             ("md4", Undefined(), {"a": [1, None]}),
-        )
+        ),
     ]
     assert calls_of({"error": "boom"}, "/tmp", tree) == []
 
@@ -142,7 +154,7 @@ def test_a_real_capture_records_the_exported_caller_with_its_plain_values() -> N
             materialise(tree, Path(root))
             failed = subprocess.run(["node", "app.js"], cwd=root, capture_output=True, text=True)
             frame = innermost_frame(failed.stderr, root, tree)
-        assert frame == Frame("lib/config.js", 2, 31), failed.stderr
+        assert frame == Frame("lib/config.js", 2, 31, ("lib/config.js", "app.js")), failed.stderr
         calls = capture_calls(runner, tree, "node app.js", {}, 30, frame)
     finally:
         runner.close()
@@ -179,6 +191,7 @@ def test_the_first_reproducing_call_replaces_the_entry_and_the_cuts_follow() -> 
     def capture(t: Tree, frame: Frame) -> list[Call]:
         captured.append(frame)
         return [
+            Call("cli.js", "exports.main", (Unwritten(),)),  # tried after the complete ones
             Call("hash.js", "module.exports", ("sha1",)),  # the wrong value: rejected
             Call("hash.js", "module.exports", ("md4",)),
             Call("cli.js", "exports.main", ()),
@@ -196,7 +209,7 @@ def test_the_first_reproducing_call_replaces_the_entry_and_the_cuts_follow() -> 
     carve.cuts = [trace]
     problem = PredicateProblem(tree, fails)
     carve.run(problem)
-    assert captured == [Frame("hash.js", 1, 40)]
+    assert captured == [Frame("hash.js", 1, 40, ("hash.js", "cli.js"))]
     assert problem.current["build.js"].data == b'require("./hash.js")("md4");\n'
     assert [d for _, d in problem.accepted] == ["call module.exports of hash.js from build.js"]
     carve.run(problem)  # once per reduction
@@ -217,3 +230,39 @@ def test_nothing_is_captured_without_a_node_frame_or_a_javascript_entry() -> Non
     CarveCall("node build.js", [(WEBPACK_STACK, "/tmp/s1/w")], None).run(problem)
     assert calls == []
     assert problem.current is tree
+
+
+@needs_node
+def test_an_error_made_by_a_helper_is_captured_where_it_is_thrown() -> None:
+    # Node prints an error's stack where it was made (errors.js), not where it is thrown
+    # (lexer.js); the capture matches the throw by the error's own stack text.
+    files = {
+        "errors.js": "module.exports = function (msg) { return new Error(msg); };\n",
+        "lexer.js": (
+            "const makeError = require('./errors.js');\n"
+            "function fail(src) { const err = makeError('unclosed ( in ' + src); throw err; }\n"
+            "module.exports = function lex(src, options) {\n"
+            "  try { JSON.parse(src); } catch (e) {}\n"
+            "  if (src.includes('(')) { fail(src); }\n"
+            "};\n"
+        ),
+        "app.js": (
+            "const lex = require('./lexer.js');\n"
+            "const pages = { home: 'ok', about: 'p(class' };\n"
+            "for (const name of Object.keys(pages)) { lex(pages[name], { name, plugins: [] }); }\n"
+        ),
+    }
+    tree = text_tree(files)
+    runner = HostRunner()
+    try:
+        with tempfile.TemporaryDirectory() as root:
+            materialise(tree, Path(root))
+            failed = subprocess.run(["node", "app.js"], cwd=root, capture_output=True, text=True)
+            frame = innermost_frame(failed.stderr, root, tree)
+        assert frame is not None and frame.path == "errors.js", failed.stderr
+        calls = capture_calls(runner, tree, "node app.js", {}, 30, frame)
+    finally:
+        runner.close()
+    assert calls == [
+        Call("lexer.js", "module.exports", ("p(class", {"name": "about", "plugins": []}))
+    ]

@@ -8,7 +8,8 @@
 //   REPOMIN_CARVE_TARGET="/abs/file.js:LINE:COL" REPOMIN_CARVE_OUT=/tmp/x.json node build.js
 //
 // Optional: REPOMIN_CARVE_ROOT (the tree's root, default process.cwd()),
-// REPOMIN_CARVE_DEPTH (frames recorded, 8).
+// REPOMIN_CARVE_FILES (newline-separated absolute paths of the other files on the failing
+// stack: their throws pause too), REPOMIN_CARVE_DEPTH (frames recorded, 8).
 // Mechanism (as Sentry's LocalVariables integration): an in-process
 // inspector.Session with pause-on-exceptions "all". For a same-thread session
 // every post() callback runs synchronously, and the Debugger.paused handler
@@ -27,6 +28,10 @@
   const tFile = path.resolve(target[1]);
   const tLine = +target[2] - 1, tCol = +target[3] - 1;   // inspector is 0-based
   const root = path.resolve(process.env.REPOMIN_CARVE_ROOT || process.cwd()) + path.sep;
+  const stackFiles = [tFile].concat((process.env.REPOMIN_CARVE_FILES || '').split('\n')
+    .filter((f) => f !== '').map((f) => path.resolve(f)));
+  // The target as the error's stack text prints it, not followed by another digit.
+  const printed = new RegExp(target[0].replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '(?!\\d)');
   const depth = +process.env.REPOMIN_CARVE_DEPTH || 8;
   let session, done = false;
   // callFrame.url is empty in Node 20 (deprecated in the protocol): keep the
@@ -179,12 +184,14 @@
         .filter((x) => inProject(x.file));
       if (!frames.length) return;
       const first = frames[0], l = first.f.location;
-      // A call site pauses at the printed column; a direct `throw new E()` pauses
-      // at `throw` while the stack prints the `new` column: then same line and
-      // the exception's own stack text naming the target is enough.
-      if (first.file !== tFile || l.lineNumber !== tLine) return;
+      // The failing throw: its innermost in-tree frame is the target (a call site
+      // pauses at the printed column), or the exception's own stack text names the
+      // target -- an error is printed where it was *made*, which is not where it is
+      // thrown when a helper builds it (pug's makeError) or a direct `throw new E()`
+      // pauses at `throw` while the stack prints the `new` column.
+      const exact = first.file === tFile && l.lineNumber === tLine && l.columnNumber === tCol;
       const desc = (msg.params.data && msg.params.data.description) || '';
-      if (l.columnNumber !== tCol && !desc.includes(process.env.REPOMIN_CARVE_TARGET)) return;
+      if (!exact && !printed.test(desc)) return;
       done = true;
       const result = { target: process.env.REPOMIN_CARVE_TARGET, root: root.slice(0, -1), pid: process.pid, reason: msg.params.reason,
         exception: msg.params.data && msg.params.data.description,
@@ -210,13 +217,13 @@
     call('Debugger.enable');
     // Speed: a caught exception whose top frame is blackboxed does not pause.
     // Blackbox every file script (an absolute path or a file: URL) except the
-    // target file; node: internals and scripts named otherwise (vm code such as
-    // the `fs.js` that gulp's `natives` evaluates) still pause, since the
-    // failing throw often comes from them, below the target's call.
+    // files on the failing stack; node: internals and scripts named otherwise
+    // (vm code such as the `fs.js` that gulp's `natives` evaluates) still pause,
+    // since the failing throw often comes from them, below the target's call.
     const esc = (x) => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const own = stackFiles.map((f) => esc(url.pathToFileURL(f).href) + '$|' + esc(f) + '$');
     try {
-      call('Debugger.setBlackboxPatterns', { patterns: ['^(?!' + esc(url.pathToFileURL(tFile).href) +
-        '$|' + esc(tFile) + '$)(?:file:|/)'] });
+      call('Debugger.setBlackboxPatterns', { patterns: ['^(?!' + own.join('|') + ')(?:file:|/)'] });
     } catch (e) { /* older protocol: just slower */ }
     call('Debugger.setPauseOnExceptions', { state: process.env.REPOMIN_CARVE_STATE || 'all' });
   } catch (e) {

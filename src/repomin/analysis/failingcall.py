@@ -14,14 +14,16 @@ This module finds that call in two steps:
 2. **The capture** (:func:`capture_calls`): the command runs once more (an event, never an
    oracle sample) with a Node preload (``failingcall.js``, through ``NODE_OPTIONS``). It
    opens an in-process inspector session, pauses on every thrown exception whose top frame
-   is in the frame's file (every other script is blackboxed, so the many exceptions a
-   program throws and catches elsewhere cost nothing), and at the throw whose innermost
-   in-tree frame is that frame it records, for that frame and up to seven in-tree callers:
-   the file, the function's parameter names (read from its source), their values when they
-   are JavaScript primitives or plain data (arrays and plain objects of primitives, as
-   JSON; read without side effects: ``throwOnSideEffect``), and whether
-   the function is the module's ``module.exports`` or an own property of it (compared by
-   the function's source location, so no getter runs). Then it resumes: the run goes on as
+   is in a file of the failing stack, in Node's internals or in code not loaded from a file
+   (every other file is blackboxed, so the many exceptions a program throws and catches
+   elsewhere cost nothing), and at the throw whose innermost in-tree frame is that frame, or
+   whose error's own stack names it (an error is printed where it was made, which is not
+   where it is thrown when a helper makes it), it records, for that frame and up to seven
+   in-tree callers: the file, the function's parameter names (read from its source), their
+   values when they are JavaScript primitives or plain data (arrays and plain objects of
+   primitives, as JSON; read without side effects: ``throwOnSideEffect``), and whether the
+   function is the module's ``module.exports`` or an own property of it (compared by the
+   function's source location, so no getter runs). Then it resumes: the run goes on as
    without the preload.
 
 Only what a plain ``require`` can reach is recorded as callable (an export); values are
@@ -67,11 +69,13 @@ _FRAME = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class Frame:
-    """A stack frame in the tree: its file (tree path), 1-based line and column."""
+    """A stack frame in the tree: its file (tree path), 1-based line and column; ``stack``:
+    the tree files of the whole failing stack (where the error may be thrown from)."""
 
     path: str
     line: int
     column: int
+    stack: tuple[str, ...] = ()
 
 
 class Undefined:
@@ -81,10 +85,19 @@ class Undefined:
         return "undefined"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Undefined)
+        return type(other) is type(self)
 
     def __hash__(self) -> int:
-        return 0
+        return hash(type(self))
+
+
+class Unwritten(Undefined):
+    """An argument the capture could not write (an object with methods, a class instance, a
+    function): the call is proposed with ``undefined`` in its place, after the calls whose
+    every argument was written (a parameter that is optional often still fails the same way)."""
+
+    def __repr__(self) -> str:
+        return "unwritten"
 
 
 #: A captured argument: a JavaScript primitive, or plain data (arrays and plain objects of
@@ -101,21 +114,26 @@ class Call:
     export: str
     values: tuple[Value, ...]
 
+    @property
+    def complete(self) -> bool:
+        """Was every argument written as it was passed?"""
+        return not any(isinstance(v, Unwritten) for v in self.values)
+
 
 def innermost_frame(output: str, workdir: str, tree: Tree) -> Frame | None:
     """The first frame of ``output``'s Node stack that is in ``tree``; None when there is
     none or it is a module's top-level code."""
+    found: list[tuple[str, int, int, str | None]] = []
     for m in _FRAME.finditer(output):
-        path = m.group("path") or m.group("bare")
-        rel = in_tree(path, workdir, tree)
-        if rel is None:
-            continue
-        if m.group("name") == "Object.<anonymous>":
-            return None
-        line = m.group("line") or m.group("bline")
-        col = m.group("col") or m.group("bcol")
-        return Frame(rel, int(line), int(col))
-    return None
+        rel = in_tree(m.group("path") or m.group("bare"), workdir, tree)
+        if rel is not None:
+            line = m.group("line") or m.group("bline")
+            col = m.group("col") or m.group("bcol")
+            found.append((rel, int(line), int(col), m.group("name")))
+    if not found or found[0][3] == "Object.<anonymous>":
+        return None
+    stack = tuple(dict.fromkeys(f[0] for f in found))
+    return Frame(found[0][0], found[0][1], found[0][2], stack)
 
 
 def capture_script(command: str, sink: str, frame: Frame) -> str:
@@ -124,10 +142,14 @@ def capture_script(command: str, sink: str, frame: Frame) -> str:
     quoted = shlex.quote(command)
     d = shlex.quote(sink)
     target = shlex.quote(f"/{frame.path}:{frame.line}:{frame.column}")
+    files = "".join(f'"$__rm_r"{shlex.quote("/" + f)}"$__rm_n"' for f in frame.stack)
     return f"""
 __rm_r=$(pwd -P)
+__rm_n='
+'
 export REPOMIN_CARVE_ROOT="$__rm_r"
 export REPOMIN_CARVE_TARGET="$__rm_r"{target}
+export REPOMIN_CARVE_FILES={files or "''"}
 export REPOMIN_CARVE_OUT={d}/calls.json
 export NODE_OPTIONS="--require {d}/failingcall.js${{NODE_OPTIONS:+ $NODE_OPTIONS}}"
 /bin/sh -c {quoted}
@@ -194,12 +216,10 @@ def _values(raw: Any) -> tuple[Value, ...] | None:
                 out.append(Undefined())
                 continue
             text = v.get("json")
-            if not isinstance(text, str):
-                return None
             try:
-                out.append(json.loads(text))
+                out.append(json.loads(text) if isinstance(text, str) else Unwritten())
             except ValueError:
-                return None
+                out.append(Unwritten())
         elif v is None or isinstance(v, str | int | float | bool):
             out.append(v)
         else:
@@ -209,7 +229,8 @@ def _values(raw: Any) -> tuple[Value, ...] | None:
 
 def js_call(entry: str, call: Call) -> bytes | None:
     """One statement in ``entry`` that requires ``call``'s module and calls it with the
-    recorded values (trailing ``undefined`` dropped); None when the export is not a name."""
+    recorded values (unwritten ones as ``undefined``, trailing ``undefined`` dropped); None
+    when the export is not a name."""
     rel = os.path.relpath(call.path, os.path.dirname(entry) or ".")
     rel = rel if rel.startswith(".") else "./" + rel
     target = f"require({json.dumps(rel)})"
@@ -230,6 +251,7 @@ __all__ = [
     "Call",
     "Frame",
     "Undefined",
+    "Unwritten",
     "Value",
     "calls_of",
     "capture_calls",

@@ -5,10 +5,12 @@ program did before that call -- a CLI, a configuration, a compiler's plugin hook
 leads there, and deletions cannot shortcut it: the call is made with values the program
 computed. :mod:`repomin.analysis.failingcall` finds the call (the innermost in-tree frame of
 the baseline's failing output, then one capture run that records the calls on the stack
-at that throw, with their primitive arguments and whether the module exports them). This
+at that throw, with their plain-data arguments and whether the module exports them). This
 pass proposes, for the JavaScript entry file the command names, one candidate per recorded
-call, innermost first: the entry's whole content replaced by one statement that requires the
-module and makes the call (``require("./node_modules/webpack/lib/util/createHash.js")("md4");``).
+call, innermost first (the calls with an argument the capture could not write -- an object
+with methods, a class instance -- last, that argument passed as ``undefined``): the entry's
+whole content replaced by one statement that requires the module and makes the call
+(``require("./node_modules/webpack/lib/util/createHash.js")("md4");``).
 The oracle decides as for any candidate; the first accepted one wins and the cuts follow at
 once (the re-traced run and the reference cut drop what the new entry no longer loads).
 
@@ -87,7 +89,9 @@ class CarveCall:
         for entry in targets:
             if problem.protected(entry):
                 continue
-            for call in calls:
+            # every argument written first, innermost first; then those with an argument
+            # the capture could not write, as ``undefined``
+            for call in sorted(calls, key=lambda c: not c.complete):
                 text = js_call(entry, call)
                 if text is None or call.path == entry or text == tree[entry].data:
                     continue
