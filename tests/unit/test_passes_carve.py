@@ -126,6 +126,21 @@ def _node_fails(candidate: Tree, command: Sequence[str], needle: bytes) -> bool:
     return needle in run.stderr
 
 
+def _failed_and_captured(tree: Tree) -> tuple[Frame, list[Call]]:
+    """``node app.js`` run on ``tree`` by hand, its innermost frame, and the capture run's
+    calls (through the host runner)."""
+    with tempfile.TemporaryDirectory() as root:
+        materialise(tree, Path(root))
+        failed = subprocess.run(["node", "app.js"], cwd=root, capture_output=True, text=True)
+        frame = innermost_frame(failed.stderr, root, tree)
+    assert frame is not None, failed.stderr
+    runner = HostRunner()
+    try:
+        return frame, capture_calls(runner, tree, "node app.js", {}, 30, frame)
+    finally:
+        runner.close()
+
+
 LIB = (
     "function check(name, opts) {\n"
     "  if (opts.level > 2) { throw new Error('bad level for ' + name); }\n"
@@ -148,16 +163,8 @@ APP = (
 @needs_node
 def test_a_real_capture_records_the_exported_caller_with_its_plain_values() -> None:
     tree = text_tree({"app.js": APP, "lib/config.js": LIB})
-    runner = HostRunner()
-    try:
-        with tempfile.TemporaryDirectory() as root:
-            materialise(tree, Path(root))
-            failed = subprocess.run(["node", "app.js"], cwd=root, capture_output=True, text=True)
-            frame = innermost_frame(failed.stderr, root, tree)
-        assert frame == Frame("lib/config.js", 2, 31, ("lib/config.js", "app.js")), failed.stderr
-        calls = capture_calls(runner, tree, "node app.js", {}, 30, frame)
-    finally:
-        runner.close()
+    frame, calls = _failed_and_captured(tree)
+    assert frame == Frame("lib/config.js", 2, 31, ("lib/config.js", "app.js"))
     # check() is not exported; configure is, called with the values of the failing call
     assert calls == [
         Call("lib/config.js", "exports.configure", ("svc-3", {"level": 3, "tags": ["a"]}))
@@ -252,17 +259,8 @@ def test_an_error_made_by_a_helper_is_captured_where_it_is_thrown() -> None:
             "for (const name of Object.keys(pages)) { lex(pages[name], { name, plugins: [] }); }\n"
         ),
     }
-    tree = text_tree(files)
-    runner = HostRunner()
-    try:
-        with tempfile.TemporaryDirectory() as root:
-            materialise(tree, Path(root))
-            failed = subprocess.run(["node", "app.js"], cwd=root, capture_output=True, text=True)
-            frame = innermost_frame(failed.stderr, root, tree)
-        assert frame is not None and frame.path == "errors.js", failed.stderr
-        calls = capture_calls(runner, tree, "node app.js", {}, 30, frame)
-    finally:
-        runner.close()
+    frame, calls = _failed_and_captured(text_tree(files))
+    assert frame.path == "errors.js"
     assert calls == [
         Call("lexer.js", "module.exports", ("p(class", {"name": "about", "plugins": []}))
     ]

@@ -136,6 +136,38 @@ def container(data: bytes, opener: int) -> tuple[Lexed, int, int] | None:
     return None if close is None else (lexed, opener + 1, close)
 
 
+def deletions(data: bytes, lexed: Lexed, lo: int, hi: int, opener: int) -> list[Edit]:
+    """Step 1: delete each element of the container ``[lo, hi)``."""
+    units = statements(data, lexed, lo, hi, None if opener < 0 else data[opener])
+    return [Edit(u.start, u.end, u.line) for u in units]
+
+
+def emptyings(data: bytes, lexed: Lexed, lo: int, hi: int, opener: int) -> list[Edit]:
+    """Step 2: empty each non-empty ``{...}`` at the container's level (or in its ``(...)``)."""
+    return [
+        Edit(o + 1, lexed.pairs[o], data.count(b"\n", 0, o) + 1)
+        for o in bodies(data, lexed, lo, hi)
+        if data[o] == ord("{") and data[o + 1 : lexed.pairs[o]].strip()
+    ]
+
+
+def unwrappings(data: bytes, lexed: Lexed, lo: int, hi: int, opener: int) -> list[Edit]:
+    """Step 3: unwrap each block statement of a statement container."""
+    kind = None if opener < 0 else data[opener]
+    if mode_of(data, lexed, lo, hi, kind, False) != ";":
+        return []
+    units = statements(data, lexed, lo, hi, kind)
+    return [e for u in units if (e := unwrapping(data, lexed, u)) is not None]
+
+
+#: The searches per container, in order (the module docstring's three steps).
+_STEPS = (
+    ("delete elements", deletions),
+    ("empty bodies", emptyings),
+    ("unwrap blocks", unwrappings),
+)
+
+
 class JsSearch:
     """The search over one file (see the module docstring); ``survived`` is kept across runs."""
 
@@ -148,16 +180,20 @@ class JsSearch:
         restarts = 0
         while pending:
             _, opener = heapq.heappop(pending)
-            for step in (self._delete, self._empty, self._unwrap):
+            for kind, edits_of in _STEPS:
                 entry = problem.current.entries.get(path)
                 found = None if entry is None else container(entry.data, opener)
                 if entry is None or found is None:
                     break
-                if step(problem, path, entry.data, opener, found, guard) and restarts < RESTARTS:
+                lexed, lo, hi = found
+                edits = edits_of(entry.data, lexed, lo, hi, opener)
+                if self._search(problem, path, entry.data, edits, guard, kind) and (
+                    restarts < RESTARTS
+                ):
                     restarts += 1
                     heapq.heappush(pending, (-opener, opener) if opener >= 0 else (1, -1))
                     break
-                if step == self._unwrap and _changed(problem, path, entry.data):
+                if edits_of is unwrappings and _changed(problem, path, entry.data):
                     # What was wrapped is now at this level: its statements, and the wrappers
                     # it held, get this container's searches again (each unwrap drops a brace
                     # pair, so this ends).
@@ -173,54 +209,6 @@ class JsSearch:
                             heapq.heappush(pending, (-child, child))
             if path not in problem.current:
                 return
-
-    def _delete(
-        self,
-        problem: Problem,
-        path: str,
-        data: bytes,
-        opener: int,
-        found: tuple[Lexed, int, int],
-        guard: Guard,
-    ) -> bool:
-        lexed, lo, hi = found
-        units = statements(data, lexed, lo, hi, None if opener < 0 else data[opener])
-        edits = [Edit(u.start, u.end, u.line) for u in units]
-        return self._search(problem, path, data, edits, guard, "delete elements")
-
-    def _empty(
-        self,
-        problem: Problem,
-        path: str,
-        data: bytes,
-        opener: int,
-        found: tuple[Lexed, int, int],
-        guard: Guard,
-    ) -> bool:
-        lexed, lo, hi = found
-        edits = [
-            Edit(o + 1, lexed.pairs[o], data.count(b"\n", 0, o) + 1)
-            for o in bodies(data, lexed, lo, hi)
-            if data[o] == ord("{") and data[o + 1 : lexed.pairs[o]].strip()
-        ]
-        return self._search(problem, path, data, edits, guard, "empty bodies")
-
-    def _unwrap(
-        self,
-        problem: Problem,
-        path: str,
-        data: bytes,
-        opener: int,
-        found: tuple[Lexed, int, int],
-        guard: Guard,
-    ) -> bool:
-        lexed, lo, hi = found
-        kind = None if opener < 0 else data[opener]
-        if mode_of(data, lexed, lo, hi, kind, False) != ";":
-            return False
-        units = statements(data, lexed, lo, hi, kind)
-        edits = [e for u in units if (e := unwrapping(data, lexed, u)) is not None]
-        return self._search(problem, path, data, edits, guard, "unwrap blocks")
 
     def _search(
         self,
@@ -265,4 +253,14 @@ class JsSearch:
         return cut_short
 
 
-__all__ = ["Edit", "JsSearch", "bodies", "container", "statements", "unwrapping"]
+__all__ = [
+    "Edit",
+    "JsSearch",
+    "bodies",
+    "container",
+    "deletions",
+    "emptyings",
+    "statements",
+    "unwrapping",
+    "unwrappings",
+]
