@@ -109,9 +109,13 @@ def reduce_once(
         (src / name).write_text(text)
     config = SamplingConfig(**sampling)
     options = ReduceOptions(
-        src=src, output=root / "out", command="fake", spec=FailureSpec(match="BUG"),
+        src=src,
+        output=root / "out",
+        command="fake",
+        spec=FailureSpec(match="BUG"),
         user_shell_runs=0,
-        sampling=config, jobs=jobs,
+        sampling=config,
+        jobs=jobs,
     )
     runner = BernoulliRunner(seed, config)
     kills = random.Random(seed ^ 0x5EED)
@@ -143,6 +147,5 @@ def run_trials(
     root: Path, seeds: range, interruptions: int, jobs: int = 1, **sampling: Any
 ) -> list[Trial]:
     return [
-        reduce_once(root / f"t{seed}", seed, interruptions, jobs=jobs, **sampling)
-        for seed in seeds
+        reduce_once(root / f"t{seed}", seed, interruptions, jobs=jobs, **sampling) for seed in seeds
     ]

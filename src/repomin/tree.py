@@ -108,9 +108,7 @@ class Tree:
     entries: Mapping[str, Entry]
     #: path -> (entry, record value), shared by every tree derived from one another; a value
     #: is reused only for the identical entry object, so deriving a candidate copies nothing.
-    _records: dict[str, tuple[Entry, int]] = field(
-        default_factory=dict, repr=False, compare=False
-    )
+    _records: dict[str, tuple[Entry, int]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, entries: Mapping[str, Entry]) -> Tree:
@@ -233,8 +231,9 @@ class Tree:
             entries,
             size,
             files,
-            lambda: sum(self._value(p, e) for p, e in new.items())
-            - sum(self._value(p) for p in old),
+            lambda: (
+                sum(self._value(p, e) for p, e in new.items()) - sum(self._value(p) for p in old)
+            ),
         )
 
     def directories(self) -> set[str]:

@@ -49,9 +49,21 @@ class LocalCluster:
         self.workers: list[subprocess.Popen[bytes]] = []
         with open(root / "scheduler.log", "wb") as log:
             self.scheduler = subprocess.Popen(
-                [*dask_cli(), "scheduler", "--host", "127.0.0.1", "--port", "0",
-                 "--no-dashboard", "--scheduler-file", str(self.file)],
-                env=_env(), stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
+                [
+                    *dask_cli(),
+                    "scheduler",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    "0",
+                    "--no-dashboard",
+                    "--scheduler-file",
+                    str(self.file),
+                ],
+                env=_env(),
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                start_new_session=True,
             )
         self.address = self._wait_address()
         for _ in range(workers):
@@ -80,10 +92,24 @@ class LocalCluster:
         local.mkdir(exist_ok=True)
         with open(local / "log", "wb") as log:
             proc = subprocess.Popen(
-                [*dask_cli(), "worker", self.address, "--nthreads", str(nthreads),
-                 "--no-nanny", "--no-dashboard", "--host", "127.0.0.1", "--local-directory",
-                 str(local), "--name", f"w{n}"],
-                env={**_env(), **(env or {})}, stdout=subprocess.DEVNULL, stderr=log,
+                [
+                    *dask_cli(),
+                    "worker",
+                    self.address,
+                    "--nthreads",
+                    str(nthreads),
+                    "--no-nanny",
+                    "--no-dashboard",
+                    "--host",
+                    "127.0.0.1",
+                    "--local-directory",
+                    str(local),
+                    "--name",
+                    f"w{n}",
+                ],
+                env={**_env(), **(env or {})},
+                stdout=subprocess.DEVNULL,
+                stderr=log,
                 start_new_session=True,
             )
         self.workers.append(proc)

@@ -46,9 +46,23 @@ def test_unreachable_scheduler_exits_2_with_one_line(tmp_path: Path) -> None:
     (src / "a.txt").write_text("a\n")
     env = {**os.environ, "PYTHONPATH": SRC, "REPOMIN_CLUSTER": "tcp://127.0.0.1:9"}
     done = subprocess.run(
-        [sys.executable, "-m", "repomin", "reduce", str(src), "-o", str(tmp_path / "out"),
-         "--command", "false", "--exit-code", "1"],
-        env=env, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "repomin",
+            "reduce",
+            str(src),
+            "-o",
+            str(tmp_path / "out"),
+            "--command",
+            "false",
+            "--exit-code",
+            "1",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()

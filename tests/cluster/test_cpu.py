@@ -16,11 +16,7 @@ from ._support import LocalCluster
 
 pytestmark = pytest.mark.cluster
 
-BURN = (
-    "import time\n"
-    "t = time.process_time()\n"
-    "while time.process_time() - t < 0.3: pass\n"
-)
+BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
 
 
 def test_the_workers_cpu_seconds_reach_the_client(tmp_path: Path) -> None:

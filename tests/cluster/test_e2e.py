@@ -34,13 +34,29 @@ def _command(marks: Path, extra: str = "") -> str:
     )
 
 
-def _reduce(src: Path, out: Path, command: str, *extra: str, **kw: Any
-            ) -> subprocess.Popen[bytes]:
+def _reduce(src: Path, out: Path, command: str, *extra: str, **kw: Any) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     env.pop("REPOMIN_CLUSTER", None)
-    argv = [sys.executable, "-m", "repomin", "reduce", str(src), "-o", str(out), "--command",
-            command, "--match", "BUG", "--baseline-runs", "4", "--final-runs", "3",
-            "--no-trace", "-q", *extra]
+    argv = [
+        sys.executable,
+        "-m",
+        "repomin",
+        "reduce",
+        str(src),
+        "-o",
+        str(out),
+        "--command",
+        command,
+        "--match",
+        "BUG",
+        "--baseline-runs",
+        "4",
+        "--final-runs",
+        "3",
+        "--no-trace",
+        "-q",
+        *extra,
+    ]
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
 
 
@@ -62,8 +78,10 @@ def _report(out: Path) -> dict[str, Any]:
 def _validate(out: Path) -> None:
     report = out.parent / f"{out.name}.repomin/report.json"
     done = subprocess.run(
-        [sys.executable, "-m", "repomin", "report", "validate", str(report), "--payload",
-         str(out)], env={**os.environ, "PYTHONPATH": SRC}, capture_output=True, timeout=120,
+        [sys.executable, "-m", "repomin", "report", "validate", str(report), "--payload", str(out)],
+        env={**os.environ, "PYTHONPATH": SRC},
+        capture_output=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
 
@@ -112,9 +130,24 @@ def test_flaky_case_certified_by_the_holdout(tmp_path: Path) -> None:
     marks.mkdir()
     out = tmp_path / "out"
     flaky = "[ $(od -An -N1 -tu1 /dev/urandom) -lt 200 ] || exit 0; "
-    _finish(_reduce(src, out, _command(marks, flaky), "--cluster", address, "--no-session",
-                    "--baseline-runs", "20", "--final-runs", "20", "--holdout-runs", "30",
-                    "--holdout-min-rate", "0.4"))
+    _finish(
+        _reduce(
+            src,
+            out,
+            _command(marks, flaky),
+            "--cluster",
+            address,
+            "--no-session",
+            "--baseline-runs",
+            "20",
+            "--final-runs",
+            "20",
+            "--holdout-runs",
+            "30",
+            "--holdout-min-rate",
+            "0.4",
+        )
+    )
     report = _report(out)
     assert report["holdout_certification"]["status"] == "certified"
     assert sorted(_payload(out)) == sorted(NEEDED)
@@ -132,9 +165,7 @@ def _wait_for_journal(journal: Path, proc: subprocess.Popen[bytes]) -> None:
     pytest.fail(f"no accepted mutation before exit {proc.returncode}: {err.decode()[-2000:]}")
 
 
-def test_worker_killed_mid_reduction(
-    tmp_path: Path, case: tuple[Path, dict[str, bytes]]
-) -> None:
+def test_worker_killed_mid_reduction(tmp_path: Path, case: tuple[Path, dict[str, bytes]]) -> None:
     src, reference = case
     cluster = LocalCluster(tmp_path / "dask", workers=3)
     try:

@@ -18,13 +18,17 @@ from repomin.tree import Entry, Tree
 
 names = st.text(alphabet="abcxyz", min_size=1, max_size=3)
 entries = st.one_of(
-    st.builds(lambda d, m: Entry("file", d, m, mtime_ns=7), st.binary(max_size=20),
-              st.sampled_from([0o644, 0o755])),
+    st.builds(
+        lambda d, m: Entry("file", d, m, mtime_ns=7),
+        st.binary(max_size=20),
+        st.sampled_from([0o644, 0o755]),
+    ),
     st.builds(lambda t: Entry("symlink", t), st.binary(min_size=1, max_size=8)),
     st.just(Entry("dir", b"", 0o755)),
 )
-trees = st.dictionaries(st.lists(names, min_size=1, max_size=3).map("/".join), entries,
-                        max_size=12).map(Tree.of)
+trees = st.dictionaries(
+    st.lists(names, min_size=1, max_size=3).map("/".join), entries, max_size=12
+).map(Tree.of)
 
 
 @settings(max_examples=150, deadline=None)
@@ -94,8 +98,9 @@ def _service() -> tuple[SampleService, _Recorder]:
     return service, rec
 
 
-def _payload(tree: Tree, base: Tree | None, blobs: dict[str, bytes], env: str | None = None
-             ) -> dict[str, Any]:
+def _payload(
+    tree: Tree, base: Tree | None, blobs: dict[str, bytes], env: str | None = None
+) -> dict[str, Any]:
     b = mf.manifest_of(base) if base is not None else {}
     return {
         "protocol": PROTOCOL,

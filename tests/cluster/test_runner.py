@@ -24,8 +24,10 @@ HOST = {"backend": "host"}
 
 def _tree(n: int = 40) -> Tree:
     return Tree.of(
-        {f"pkg/m{i}.txt": Entry("file", f"module {i}\n".encode() * 20, mtime_ns=10**18)
-         for i in range(n)}
+        {
+            f"pkg/m{i}.txt": Entry("file", f"module {i}\n".encode() * 20, mtime_ns=10**18)
+            for i in range(n)
+        }
         | {"run.sh": Entry("file", b"ls pkg | wc -l\nstat -c %Y pkg/m1.txt\nexit 7\n", 0o755)}
     )
 
@@ -47,8 +49,11 @@ def test_samples_match_the_host_runner_and_deletions_ship_no_content(
     try:
         assert runner.threads == 2 and runner.workers == 2
         first = runner.run(tree, request)
-        assert (first.exit_code, first.stdout) == (local.exit_code, local.stdout) == (
-            7, b"40\n1000000000\n")
+        assert (
+            (first.exit_code, first.stdout)
+            == (local.exit_code, local.stdout)
+            == (7, b"40\n1000000000\n")
+        )
         blob_bytes = runner.blob_bytes_shipped
         assert blob_bytes == sum(e.size for e in tree.entries.values())
         smaller = tree
@@ -95,8 +100,10 @@ def test_concurrent_samples_are_placed_on_idle_workers_that_hold_the_tree(
         for rounds in range(3):
             trees = [tree.without([f"pkg/m{2 * rounds + k}.txt"]) for k in range(2)]
             outs: list[Outcome] = []
-            threads = [threading.Thread(target=lambda t=t, o=outs: o.append(runner.run(t, request)))
-                       for t in trees]
+            threads = [
+                threading.Thread(target=lambda t=t, o=outs: o.append(runner.run(t, request)))
+                for t in trees
+            ]
             for t in threads:
                 t.start()
             for t in threads:
@@ -111,8 +118,11 @@ def test_concurrent_samples_are_placed_on_idle_workers_that_hold_the_tree(
 
 
 def test_unreachable_scheduler_is_a_usage_error() -> None:
-    with pytest.raises(UsageError, match=r"cannot reach the Dask scheduler at tcp://127\.0\.0"
-                       r"\.1:9 .*dask scheduler"):
+    with pytest.raises(
+        UsageError,
+        match=r"cannot reach the Dask scheduler at tcp://127\.0\.0"
+        r"\.1:9 .*dask scheduler",
+    ):
         ClusterRunner("tcp://127.0.0.1:9", HOST, connect_timeout=2)
     with pytest.raises(UsageError, match="must be tcp://HOST:PORT"):
         ClusterRunner("http://x:1", HOST)
@@ -161,7 +171,10 @@ def test_a_worker_killed_mid_sample_costs_nothing(tmp_path: Path) -> None:
         outcome = box.get("outcome")
         assert isinstance(outcome, Outcome), box
         assert (outcome.exit_code, outcome.stdout, outcome.infrastructure_error) == (
-            0, b"done\n", None)
+            0,
+            b"done\n",
+            None,
+        )
         assert runner.samples == 1
         assert len(list(marks.iterdir())) == 2  # the lost attempt ran, and counts nowhere
         runner.close()
@@ -195,8 +208,11 @@ def test_workers_with_another_environment_are_refused_unless_allowed(tmp_path: P
         c.wait_workers(2)
         if HostRunner().isolation != "namespace":
             pytest.skip("bwrap cannot make namespaces here; both workers would agree")
-        with pytest.raises(UsageError, match=r"differ from the first worker.*sample_isolation"
-                           r".*--allow-mixed-workers"):
+        with pytest.raises(
+            UsageError,
+            match=r"differ from the first worker.*sample_isolation"
+            r".*--allow-mixed-workers",
+        ):
             ClusterRunner(c.address, HOST)
         runner = ClusterRunner(c.address, HOST, allow_mixed_workers=True)
         try:
@@ -208,8 +224,10 @@ def test_workers_with_another_environment_are_refused_unless_allowed(tmp_path: P
         runner = ClusterRunner(c.address, {"backend": "host", "isolation": "namespace"})
         try:
             assert list(runner.drained) == [
-                w for w, i in runner._client.scheduler_info(n_workers=-1)["workers"].items()
-                if i["name"] == "w1"]
+                w
+                for w, i in runner._client.scheduler_info(n_workers=-1)["workers"].items()
+                if i["name"] == "w1"
+            ]
             for k in range(4):
                 out = runner.run(_tree(3), RunRequest(f"exit {k}", {}, 20, "d"))
                 assert out.exit_code == k

@@ -36,9 +36,7 @@ def runner(request: pytest.FixtureRequest, module_runner: Any) -> Any:
     """One runner per strategy and tree transport, for what depends on how the tree gets in."""
     strategy, transport = request.param
     try:
-        made = module_runner(
-            memory=MEMORY, pids_limit=PIDS, transport=transport, strategy=strategy
-        )
+        made = module_runner(memory=MEMORY, pids_limit=PIDS, transport=transport, strategy=strategy)
     except UsageError as exc:
         pytest.skip(f"the {transport} transport is not available here: {exc}")
     assert made.describe()["docker_tree_transport"] == transport

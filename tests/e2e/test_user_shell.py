@@ -19,7 +19,7 @@ from repomin.cli.main import cli
 from repomin.report.validate import validate_file
 
 COMMAND = (
-    "cat main.txt >/dev/null && if [ -e \"$HOME/.flags-cache.json\" ]; then echo fine; "
+    'cat main.txt >/dev/null && if [ -e "$HOME/.flags-cache.json" ]; then echo fine; '
     "else echo '{}' > \"$HOME/.flags-cache.json\"; echo 'BUG: no flags' >&2; exit 1; fi"
 )
 

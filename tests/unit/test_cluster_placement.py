@@ -52,8 +52,12 @@ def test_the_shipping_cost_counts_the_delta_and_the_missing_blobs() -> None:
 
     old = {"a": rec("1"), "b": rec("2"), "c": rec("3")}
     target = {"a": rec("1"), "b": rec("2"), "d": rec("4")}
-    cost = shipping_cost(target, {"1", "2", "4"}, {"old": (old, {"w1"})},  # type: ignore[arg-type]
-                         {"w1": {"1", "2", "3"}, "w2": {"1"}})
+    cost = shipping_cost(
+        target,
+        {"1", "2", "4"},
+        {"old": (old, {"w1"})},  # type: ignore[arg-type]
+        {"w1": {"1", "2", "3"}, "w2": {"1"}},
+    )
     assert cost("w1") == 2 + 1  # delta: c removed, d added; blob 4 missing
     assert cost("w2") == 3 + 2  # no anchor: the full manifest; blobs 2 and 4 missing
     assert cost("w3") == 3 + 3

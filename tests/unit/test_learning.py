@@ -71,12 +71,35 @@ def planted_runs(n: int, k: int, seed: int) -> int:
 MEASURED_BATCHES = {2: (52, 105), 4: (28, 110), 16: (11, 120)}
 
 MEASURED = {
-    (1, 2): 3, (1, 4): 5, (1, 16): 12, (1, 256): 13, (1, 4096): 17,
-    (2, 2): 6, (2, 3): 8, (2, 8): 16, (2, 64): 21, (2, 1024): 28,
-    (3, 2): 9, (3, 4): 17, (3, 16): 27, (3, 256): 38,
-    (4, 2): 12, (4, 3): 19, (4, 4): 23, (4, 16): 33, (4, 256): 48, (4, 1024): 56,
-    (8, 3): 35, (8, 4): 42, (8, 8): 52, (8, 16): 62, (8, 256): 98,
-    (16, 3): 67, (16, 4): 80, (16, 16): 115, (16, 256): 185,
+    (1, 2): 3,
+    (1, 4): 5,
+    (1, 16): 12,
+    (1, 256): 13,
+    (1, 4096): 17,
+    (2, 2): 6,
+    (2, 3): 8,
+    (2, 8): 16,
+    (2, 64): 21,
+    (2, 1024): 28,
+    (3, 2): 9,
+    (3, 4): 17,
+    (3, 16): 27,
+    (3, 256): 38,
+    (4, 2): 12,
+    (4, 3): 19,
+    (4, 4): 23,
+    (4, 16): 33,
+    (4, 256): 48,
+    (4, 1024): 56,
+    (8, 3): 35,
+    (8, 4): 42,
+    (8, 8): 52,
+    (8, 16): 62,
+    (8, 256): 98,
+    (16, 3): 67,
+    (16, 4): 80,
+    (16, 16): 115,
+    (16, 256): 185,
 }
 
 
@@ -84,8 +107,22 @@ def test_planted_k_of_n_within_the_information_bound() -> None:
     """Planted k-of-N problems (uniform priors) stay within 3 * k * log2(N / k) from N/k = 2
     (k <= 4) and N/k = 3 up to N = 4096 (measured maxima over seeds 0-19 in MEASURED; at
     N/k = 2 with k >= 5 the measured maximum is 3k + 1 or 3k + 2, see the next test)."""
-    cases = [(1, 2), (1, 16), (1, 256), (2, 2), (2, 3), (2, 64), (3, 2), (4, 2), (4, 3),
-             (4, 16), (8, 4), (8, 16), (16, 3), (16, 16)]
+    cases = [
+        (1, 2),
+        (1, 16),
+        (1, 256),
+        (2, 2),
+        (2, 3),
+        (2, 64),
+        (3, 2),
+        (4, 2),
+        (4, 3),
+        (4, 16),
+        (8, 4),
+        (8, 16),
+        (16, 3),
+        (16, 16),
+    ]
     for k, ratio in cases:
         n, bound = k * ratio, 3 * k * math.log2(ratio)
         for seed in range(4):
@@ -152,9 +189,7 @@ def test_belief_posterior_equals_the_direct_computation() -> None:
         for a, b in zip(dense, sparse, strict=True)
     ]
     weights = [
-        w
-        * (1 - q(d, 0)) * (1 - q(d, 1)) * q(d, 2)
-        * (1 - (1 - q(d, 3)) * (1 - q(d, 4)))
+        w * (1 - q(d, 0)) * (1 - q(d, 1)) * q(d, 2) * (1 - (1 - q(d, 3)) * (1 - q(d, 4)))
         for w, d in zip(prior, belief.d, strict=True)
     ]
     mean = sum(w * d for w, d in zip(weights, belief.d, strict=True)) / sum(weights)
@@ -392,4 +427,3 @@ def test_property_batches_give_a_one_minimal_result(
     assert final == set(kept) and predicate(final)
     for unit in kept:
         assert not predicate(final - {unit})
-

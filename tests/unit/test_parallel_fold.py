@@ -51,8 +51,13 @@ def test_fold_stops_at_first_conflict_and_at_the_limit() -> None:
     assert all(r[3] == "superseded" for r in fold.results if r[0] >= 5)
     # A candidate that cannot be prepared (rebased) ends the round before it runs.
     stopped = fold_accepted(
-        range(20), lambda c: None if c == 7 else c, _evaluate(verdicts, {}), bool,
-        lambda p: True, 2, 100,
+        range(20),
+        lambda c: None if c == 7 else c,
+        _evaluate(verdicts, {}),
+        bool,
+        lambda p: True,
+        2,
+        100,
     )
     assert [i for i, _, _, _ in stopped.accepted] == list(range(7))
     limited = fold_accepted(

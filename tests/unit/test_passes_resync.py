@@ -35,4 +35,3 @@ def test_blocks_mask_when_more_kept_blocks_were_deleted() -> None:
     assert _still_there(data, starts, units, kept, b"top\nf1:\n  q\nmid\nend\n") is None
     # a deleted line between units likewise
     assert _still_there(data, starts, units, kept, b"f1:\n  x\nmid\nend\n") is None
-

@@ -35,7 +35,8 @@ def _options(tmp_path: Path, jobs: int = 2, **sampling: object) -> ReduceOptions
     return ReduceOptions(
         src=src,
         output=tmp_path / "out",
-        command="fake", user_shell_runs=0,
+        command="fake",
+        user_shell_runs=0,
         spec=FailureSpec(match="BUG"),
         sampling=SamplingConfig(**sampling),  # type: ignore[arg-type]
         schedule=("files", "lines"),

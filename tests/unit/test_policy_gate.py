@@ -164,7 +164,8 @@ def test_a_failed_gate_backtracks_instead_of_exporting_a_wrong_tree(tmp_path: Pa
     options = ReduceOptions(
         src=src,
         output=tmp_path / "out",
-        command="fake", user_shell_runs=0,
+        command="fake",
+        user_shell_runs=0,
         spec=FailureSpec(match="BUG"),
         schedule=("files",),
         holdout=HoldoutConfig(10, None),

@@ -34,8 +34,15 @@ def test_the_final_runs_of_the_last_settled_round_are_the_final_runs(tmp_path: P
     assert without["ctx"].prefetch is None  # type: ignore[attr-defined]
     assert ctx.prefetch.used == 1  # the fixpoint round's re-check left slots idle
     final, plain = with_["final"], without["final"]
-    assert (final.passes, final.runs, final.passed) == (plain.passes, plain.runs, True) == (  # type: ignore[attr-defined]
-        5, 5, True)
+    assert (
+        (final.passes, final.runs, final.passed)
+        == (plain.passes, plain.runs, True)
+        == (  # type: ignore[attr-defined]
+            5,
+            5,
+            True,
+        )
+    )
     report, base = with_["report"], without["report"]
     assert isinstance(report, dict) and isinstance(base, dict)
     assert report["output"]["tree_content_sha256"] == base["output"]["tree_content_sha256"]

@@ -29,7 +29,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     options = ReduceOptions(
         src=src,
         output=tmp / "out",
-        command="fake", user_shell_runs=0,
+        command="fake",
+        user_shell_runs=0,
         spec=FailureSpec(match="BUG"),
         schedule=("files",),
         jobs=1,

@@ -102,7 +102,8 @@ def _reduce(tmp_path: Path, fixed: bool) -> tuple[dict[str, Any], SlowCandidates
     options = ReduceOptions(
         src=src,
         output=tmp_path / "out",
-        command="fake", user_shell_runs=0,
+        command="fake",
+        user_shell_runs=0,
         spec=FailureSpec(match="BUG"),
         sampling=SamplingConfig(baseline_runs=3),
         schedule=("files",),

@@ -42,7 +42,7 @@ def test_utf16_offsets_are_mapped_to_bytes() -> None:
     units = len(text.encode("utf-16-le")) // 2  # the emoji is two UTF-16 units
     start16 = text.index("function") + 1  # one extra unit for the surrogate pair
     functions = [fn(0, units, 1), fn(start16, start16 + 15, 0)]
-    (start, end, _), = never_ran(data, functions) or set()
+    ((start, end, _),) = never_ran(data, functions) or set()
     assert data[start:end] == b"function a() {}"
 
 
@@ -51,7 +51,9 @@ def test_a_byte_order_mark_is_dropped_as_node_does() -> None:
     data = text.encode()
     body = text[1:]
     start16 = body.index("function")
-    (start, end, _), = never_ran(data, [fn(0, len(body), 1), fn(start16, start16 + 15, 0)]) or set()
+    ((start, end, _),) = (
+        never_ran(data, [fn(0, len(body), 1), fn(start16, start16 + 15, 0)]) or set()
+    )
     assert data[start:end] == b"function f() {}"
 
 
@@ -100,11 +102,7 @@ def test_the_wrapper_sets_coverage_only_for_a_host_log() -> None:
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_the_traced_run_collects_node_coverage_on_the_host() -> None:
-    app = (
-        "const lib = require('./lib');\n"
-        "lib.used();\n"
-        "throw new Error('boom');\n"
-    )
+    app = "const lib = require('./lib');\nlib.used();\nthrow new Error('boom');\n"
     lib = (
         "exports.used = function () { if (process.env.NEVER) { console.log('no'); } };\n"
         "exports.unused = function () { console.log('never'); };\n"

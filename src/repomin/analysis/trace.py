@@ -107,8 +107,12 @@ def wrapper_script(command: str, sink: str | None, token: str, methods: Sequence
         else "false"
     )
     atime = "true" if "atime" in methods else "false"
-    cover = "" if not sink else (  # Node's coverage, outside the tree (repomin.analysis.v8coverage)
-        f'[ -n "${{NODE_V8_COVERAGE+x}}" ] || export NODE_V8_COVERAGE="$__rm_d/{COVERAGE_DIR}"\n'
+    # Node's coverage, outside the tree (repomin.analysis.v8coverage)
+    coverage_dir = f'"$__rm_d/{COVERAGE_DIR}"'
+    cover = (
+        f'[ -n "${{NODE_V8_COVERAGE+x}}" ] || export NODE_V8_COVERAGE={coverage_dir}\n'
+        if sink
+        else ""
     )
     script = f"""
 __rm_d={directory}
@@ -397,7 +401,7 @@ def strace_order(lines: Iterable[bytes], roots: Sequence[str]) -> list[str]:
 
 
 _CALL = re.compile(
-    rb'^\s*(?:\[pid\s+\d+\]\s*)?(?:\d+\s+)?[a-z_0-9]+\('
+    rb"^\s*(?:\[pid\s+\d+\]\s*)?(?:\d+\s+)?[a-z_0-9]+\("
     rb'(?:(?:AT_FDCWD|-?\d+)<((?:[^>\\]|\\.)*)>, )?"((?:[^"\\]|\\.)*)"'
 )
 

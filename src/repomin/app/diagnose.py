@@ -280,7 +280,6 @@ def check_ignored(
     return f"one run with the {ignored} ignored files included did not reproduce either"
 
 
-
 def watched_baseline(
     oracle: Oracle, source: Tree, selection: Selection, src: Path, progress: Progress
 ) -> Baseline:

@@ -112,7 +112,6 @@ def _suggest_holdout(ex: dict[str, Any]) -> None:
     )
 
 
-
 def main(argv: Sequence[str] | None = None) -> None:
     """Console entry point; ``main([...])`` is callable from tests."""
     try:

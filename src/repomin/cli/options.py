@@ -70,7 +70,10 @@ class ReduceArgs(ClusterArgs):
         "--process-failure", help="Pin the process failure (signal / exit status / Windows status)."
     )
     timeout: float = opt(
-        "--timeout", type=float, default=60.0, show_default=True,
+        "--timeout",
+        type=float,
+        default=60.0,
+        show_default=True,
         help="Seconds per run (candidates: adaptive, see --fixed-timeout); the group is killed.",
     )
     fixed_timeout: bool = flag("--fixed-timeout", help="Candidate runs too get --timeout.")
@@ -301,7 +304,8 @@ def to_options(a: ReduceArgs) -> ReduceOptions:
             process_failure=a.process_failure,
         ),
         env=parse_env(a.env),
-        timeout=a.timeout, fixed_timeout=a.fixed_timeout,
+        timeout=a.timeout,
+        fixed_timeout=a.fixed_timeout,
         selection=_selection(a),
         sampling=SamplingConfig(
             confidence=a.confidence,

@@ -305,8 +305,9 @@ class ClusterRunner:
         if pinned is not None and pinned not in drained:
             restrict = [pinned]
         elif drained:
-            live = [w for w in self._client.scheduler_info(n_workers=-1)["workers"]
-                    if w not in drained]
+            live = [
+                w for w in self._client.scheduler_info(n_workers=-1)["workers"] if w not in drained
+            ]
             if not live:
                 raise InfrastructureError(
                     f"every Dask worker of {self.address} was drained ("
@@ -314,7 +315,12 @@ class ClusterRunner:
                 )
             restrict = live
         fut = self._client.submit(
-            wk.run_sample, self._name, payload, key=key, pure=False, workers=restrict,
+            wk.run_sample,
+            self._name,
+            payload,
+            key=key,
+            pure=False,
+            workers=restrict,
             allow_other_workers=pinned is not None,
         )
         with self._lock:

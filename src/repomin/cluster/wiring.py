@@ -94,8 +94,7 @@ def config_from_flags(
     if not address:
         if security.enabled or allow_mixed_workers:
             raise UsageError(
-                "--cluster-tls-*/--allow-mixed-workers need --cluster ADDRESS (or "
-                f"${ENV_VAR})"
+                f"--cluster-tls-*/--allow-mixed-workers need --cluster ADDRESS (or ${ENV_VAR})"
             )
         return None
     for option, path in (("ca", tls_ca), ("cert", tls_cert), ("key", tls_key)):
@@ -115,14 +114,29 @@ def cluster_options(fn: F) -> F:
             metavar="ADDRESS",
             help=f"Run every sample on this Dask scheduler (tcp:// or tls://; also ${ENV_VAR}).",
         ),
-        click.option("--cluster-tls-ca", type=click.Path(path_type=Path), default=None,
-                     help="CA certificate for a tls:// scheduler."),
-        click.option("--cluster-tls-cert", type=click.Path(path_type=Path), default=None,
-                     help="Client certificate for a tls:// scheduler."),
-        click.option("--cluster-tls-key", type=click.Path(path_type=Path), default=None,
-                     help="Client key for a tls:// scheduler."),
-        click.option("--allow-mixed-workers", is_flag=True,
-                     help="Accept workers whose environment differs from the first one's."),
+        click.option(
+            "--cluster-tls-ca",
+            type=click.Path(path_type=Path),
+            default=None,
+            help="CA certificate for a tls:// scheduler.",
+        ),
+        click.option(
+            "--cluster-tls-cert",
+            type=click.Path(path_type=Path),
+            default=None,
+            help="Client certificate for a tls:// scheduler.",
+        ),
+        click.option(
+            "--cluster-tls-key",
+            type=click.Path(path_type=Path),
+            default=None,
+            help="Client key for a tls:// scheduler.",
+        ),
+        click.option(
+            "--allow-mixed-workers",
+            is_flag=True,
+            help="Accept workers whose environment differs from the first one's.",
+        ),
     ]
     for decorate in reversed(decorators):
         fn = decorate(fn)

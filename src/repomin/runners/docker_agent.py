@@ -123,9 +123,11 @@ class AgentChannel:
 
     def handshake(self) -> bool:
         """Wait for the agent's first line: ``True`` = ready, ``False`` = it cannot run here."""
-        fields = self._take(time.monotonic() + READY_TIMEOUT, line=True).decode(
-            "ascii", "replace"
-        ).split()
+        fields = (
+            self._take(time.monotonic() + READY_TIMEOUT, line=True)
+            .decode("ascii", "replace")
+            .split()
+        )
         if fields[:2] != ["repomin-agent", AGENT_PROTOCOL] or len(fields) < 4:
             raise EngineFailure(f"unexpected greeting from the sample agent: {fields!r}")
         self.kind = fields[3]

@@ -53,9 +53,7 @@ def _common(worker: Worker, stdout: bytes, stderr: bytes, duration: float) -> di
     }
 
 
-def run_agent(
-    worker: Worker, request: RunRequest, payload: bytes
-) -> tuple[Outcome, bool]:
+def run_agent(worker: Worker, request: RunRequest, payload: bytes) -> tuple[Outcome, bool]:
     """One sample through the worker's agent."""
     assert worker.agent is not None
     mode = "bind" if worker.bind_dir is not None else "stream"
