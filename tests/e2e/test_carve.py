@@ -9,10 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from repomin.cli.main import cli
-from repomin.report.io import structural_errors
+from tests.e2e._reduce import reduce_ok, write_tree
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed here")
 
@@ -58,23 +56,8 @@ FILES = {
 
 
 def test_the_entry_makes_the_failing_call_directly(tmp_path: Path) -> None:
-    src = tmp_path / "repo"
-    for rel, text in FILES.items():
-        (src / rel).parent.mkdir(parents=True, exist_ok=True)
-        (src / rel).write_text(text)
-    out = tmp_path / "out"
-    result = CliRunner().invoke(
-        cli,
-        [
-            "reduce", str(src), "-o", str(out), "--command", "node build.js",
-            "--match", "refusing weak hash md4", "--baseline-runs", "2",
-            "--final-runs", "3", "--no-session", "-q",
-        ],
-        catch_exceptions=False,
-    )  # fmt: skip
-    assert result.exit_code == 0, result.stderr
-    report = json.loads((tmp_path / "out.repomin" / "report.json").read_text())
-    assert structural_errors(report) == []
+    src, out = write_tree(tmp_path / "repo", FILES), tmp_path / "out"
+    report = reduce_ok(src, out, "node build.js", "refusing weak hash md4")
     carve = [e for e in report["events"] if e["phase"] == "carve"]
     assert [(e["decision"], e["description"]) for e in carve] == [
         ("info", "capture at lib/steps/hash.js:4: 1 call(s)"),

@@ -4,15 +4,12 @@ its ``coverage`` phase and event) validates."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from repomin.cli.main import cli
-from repomin.report.io import structural_errors
+from tests.e2e._reduce import reduce_ok
 
 LIB = """'use strict';
 function unused(a) {
@@ -45,18 +42,7 @@ def test_coverage_and_the_javascript_search_end_to_end(tmp_path: Path) -> None:
     (src / "app.js").write_text(APP)
     (src / "README.md").write_text("a readme\n")
     out = tmp_path / "out"
-    result = CliRunner().invoke(
-        cli,
-        [
-            "reduce", str(src), "-o", str(out), "--command", "node app.js",
-            "--match", "BUG: unbalanced", "--baseline-runs", "2", "--final-runs", "2",
-            "--jobs", "2", "--no-session", "-q",
-        ],
-        catch_exceptions=False,
-    )  # fmt: skip
-    assert result.exit_code == 0, result.stderr
-    report = json.loads((tmp_path / "out.repomin" / "report.json").read_text())
-    assert structural_errors(report) == []
+    report = reduce_ok(src, out, "node app.js", "BUG: unbalanced", "--jobs", "2", final_runs=2)
     phases = {p["name"]: p for p in report["phase_statistics"]["phases"]}
     assert phases["coverage"]["accepted"] >= 1
     info = [e for e in report["events"] if e["phase"] == "coverage" and e["decision"] == "info"]

@@ -4,14 +4,10 @@ no deletion can shortcut (``importlib.import_module(name)`` with a computed name
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from repomin.cli.main import cli
-from repomin.report.io import structural_errors
+from tests.e2e._reduce import reduce_ok, write_tree
 
 FILES = {
     "run.py": (
@@ -28,23 +24,8 @@ FILES = {
 
 
 def test_the_entry_loads_the_failing_module_directly(tmp_path: Path) -> None:
-    src = tmp_path / "repo"
-    for rel, text in FILES.items():
-        (src / rel).parent.mkdir(parents=True, exist_ok=True)
-        (src / rel).write_text(text)
-    out = tmp_path / "out"
-    result = CliRunner().invoke(
-        cli,
-        [
-            "reduce", str(src), "-o", str(out), "--command", f"{sys.executable} run.py",
-            "--match", "cannot import name 'Mapping'", "--baseline-runs", "2",
-            "--final-runs", "3", "--no-session", "-q",
-        ],
-        catch_exceptions=False,
-    )  # fmt: skip
-    assert result.exit_code == 0, result.stderr
-    report = json.loads((tmp_path / "out.repomin" / "report.json").read_text())
-    assert structural_errors(report) == []
+    src, out = write_tree(tmp_path / "repo", FILES), tmp_path / "out"
+    report = reduce_ok(src, out, f"{sys.executable} run.py", "cannot import name 'Mapping'")
     shortcut = [e for e in report["events"] if e["phase"] == "shortcut"]
     assert [e["decision"] for e in shortcut] == ["accepted"]
     assert shortcut[0]["description"] == "load plugins/beta.py straight from run.py"

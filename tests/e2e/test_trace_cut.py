@@ -3,16 +3,14 @@ trace-guided cut removes all the others in one accepted candidate (visible in ``
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from repomin.cli.main import cli
-from repomin.report.io import structural_errors
 from tests.conftest import make_repo
+from tests.e2e._reduce import reduce_ok
 
 NEEDED = [f"d{i}/needed{i}.txt" for i in range(1, 11)]
 COMMAND = (
@@ -21,20 +19,8 @@ COMMAND = (
 )
 
 
-def reduce(src: Path, out: Path, *extra: str) -> dict:  # type: ignore[type-arg]
-    result = CliRunner().invoke(
-        cli,
-        [
-            "reduce", str(src), "-o", str(out), "--command", COMMAND, "--match", "BUG: ten",
-            "--baseline-runs", "2", "--final-runs", "3", "--jobs", "2", "--no-session", "-q",
-            *extra,
-        ],
-        catch_exceptions=False,
-    )  # fmt: skip
-    assert result.exit_code == 0, result.stderr
-    report: dict = json.loads((out.parent / f"{out.name}.repomin/report.json").read_text())  # type: ignore[type-arg]
-    assert structural_errors(report) == []
-    return report
+def reduce(src: Path, out: Path, *extra: str) -> dict[str, Any]:
+    return reduce_ok(src, out, COMMAND, "BUG: ten", "--jobs", "2", *extra)
 
 
 @pytest.mark.slow
