@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from repomin.app.selection import DEFAULT_IGNORED_NAMES, SelectionOptions, normalise_relative
+from repomin.cli.cluster_flags import ClusterArgs
 from repomin.cli.typed import arg, flag, opt
-from repomin.cluster.wiring import ClusterArgs
 from repomin.errors import UsageError
 from repomin.failure.contract import FailureSpec
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from repomin.cli.cluster_flags import cluster_options
 from repomin.cli.common import errors_to_exit
 from repomin.cli.compare_cmd import compare_cmd
 from repomin.cluster import wiring
@@ -151,7 +152,7 @@ def validate_cmd(report: Path, payload: Path | None, as_json: bool, fmt: str | N
     help="Also run the holdout's exact test of 'reproduces with probability >= P0' on these "
     "runs; exit 0 only when it passes.",
 )
-@wiring.cluster_options
+@cluster_options
 @errors_to_exit
 def replay_cmd(
     report: Path,

@@ -14,8 +14,9 @@ from typing import Any, TypeVar
 import click
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["arg", "flag", "opt", "typed_command"]
+__all__ = ["arg", "click_parameters", "flag", "opt", "typed_command"]
 
 
 def opt(*decls: str, default: Any = MISSING, **click_kw: Any) -> Any:
@@ -43,12 +44,18 @@ def typed_command(cls: type[T]) -> Callable[[Callable[[T], None]], Callable[...,
 
         callback.__doc__ = fn.__doc__
         callback.__name__ = fn.__name__
-        for f in reversed(fields(cls)):  # type: ignore[arg-type]
-            kind, decls, click_kw = f.metadata["click"]
-            if kind == "argument":
-                callback = click.argument(f.name, **click_kw)(callback)
-            else:
-                callback = click.option(*decls, f.name, **click_kw)(callback)
-        return callback
+        return click_parameters(cls, callback)
 
     return decorate
+
+
+def click_parameters(cls: type[Any], fn: F) -> F:
+    """``fn`` decorated with one click parameter per field of ``cls``, in field order (for a
+    command that takes the fields as keyword arguments)."""
+    for f in reversed(fields(cls)):
+        kind, decls, click_kw = f.metadata["click"]
+        if kind == "argument":
+            fn = click.argument(f.name, **click_kw)(fn)
+        else:
+            fn = click.option(*decls, f.name, **click_kw)(fn)
+    return fn

@@ -1,5 +1,5 @@
-"""How ``reduce`` and ``replay`` reach the cluster: the typed ``--cluster`` configuration, the
-click options ``replay`` shares with ``reduce``, and the runner built from either.
+"""How ``reduce`` and ``replay`` reach the cluster: the checked ``--cluster`` configuration
+(the flags themselves are :mod:`repomin.cli.cluster_flags`) and the runner built from it.
 
 The inner runner spec is what each worker builds locally: for the host backend the paths a
 sample must not see (SRC, OUTPUT, its sidecar and the session, as on this machine; they are
@@ -9,12 +9,10 @@ hidden on a worker only where they exist), for Docker the image and its limits.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
-
-import click
+from typing import TYPE_CHECKING, Any
 
 from repomin.cluster.connect import ClusterSecurity, check_address
 from repomin.errors import ReportError, UsageError
@@ -22,8 +20,6 @@ from repomin.runners.base import Runner
 
 if TYPE_CHECKING:
     from repomin.report.replay import ReplayPlan
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 ENV_VAR = "REPOMIN_CLUSTER"
 
@@ -40,43 +36,6 @@ class ClusterConfig:
 
     def __post_init__(self) -> None:
         check_address(self.address, self.security)
-
-
-def _option(*decls: str, **click_kw: Any) -> Any:
-    """A field that is also a click option (the convention of ``repomin.cli.options``)."""
-    default = click_kw.setdefault("default", None)
-    return field(default=default, metadata={"click": ("option", decls, click_kw)})
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClusterArgs:
-    """The ``--cluster`` flags of ``repomin reduce`` (``ReduceArgs`` inherits them)."""
-
-    cluster: str | None = _option(
-        "--cluster",
-        envvar=ENV_VAR,
-        metavar="ADDRESS",
-        help=f"Run every sample on this Dask scheduler (tcp:// or tls://; also ${ENV_VAR}).",
-    )
-    cluster_tls_ca: Path | None = _option("--cluster-tls-ca", type=click.Path(path_type=Path))
-    cluster_tls_cert: Path | None = _option("--cluster-tls-cert", type=click.Path(path_type=Path))
-    cluster_tls_key: Path | None = _option("--cluster-tls-key", type=click.Path(path_type=Path))
-    allow_mixed_workers: bool = _option(
-        "--allow-mixed-workers",
-        default=False,
-        is_flag=True,
-        help="Accept workers whose environment differs from the first one's (recorded).",
-    )
-
-    def cluster_config(self, *, jobs_given: bool) -> ClusterConfig | None:
-        return config_from_flags(
-            self.cluster,
-            self.cluster_tls_ca,
-            self.cluster_tls_cert,
-            self.cluster_tls_key,
-            self.allow_mixed_workers,
-            jobs_given,
-        )
 
 
 def config_from_flags(
@@ -101,46 +60,6 @@ def config_from_flags(
         if path is not None and not path.is_file():
             raise UsageError(f"--cluster-tls-{option} {path}: no such file")
     return ClusterConfig(address, security, allow_mixed_workers, not jobs_given)
-
-
-def cluster_options(fn: F) -> F:
-    """The ``--cluster`` options as plain click decorators (``replay`` uses these)."""
-    decorators = [
-        click.option(
-            "--cluster",
-            "cluster",
-            default=None,
-            envvar=ENV_VAR,
-            metavar="ADDRESS",
-            help=f"Run every sample on this Dask scheduler (tcp:// or tls://; also ${ENV_VAR}).",
-        ),
-        click.option(
-            "--cluster-tls-ca",
-            type=click.Path(path_type=Path),
-            default=None,
-            help="CA certificate for a tls:// scheduler.",
-        ),
-        click.option(
-            "--cluster-tls-cert",
-            type=click.Path(path_type=Path),
-            default=None,
-            help="Client certificate for a tls:// scheduler.",
-        ),
-        click.option(
-            "--cluster-tls-key",
-            type=click.Path(path_type=Path),
-            default=None,
-            help="Client key for a tls:// scheduler.",
-        ),
-        click.option(
-            "--allow-mixed-workers",
-            is_flag=True,
-            help="Accept workers whose environment differs from the first one's.",
-        ),
-    ]
-    for decorate in reversed(decorators):
-        fn = decorate(fn)
-    return fn
 
 
 def host_spec(hide: tuple[Path, ...], source: Path | None = None) -> dict[str, Any]:
