@@ -245,8 +245,8 @@ def search_stage(
         on_accept=lambda m: _on_accept(ctx, session, m),
         history=baselined.history,
         on_revert=session.record_revert if session is not None else None,
+        ahead=ctx.prefetch,
     )
-    reduction.ahead = ctx.prefetch
     for name in options.schedule:
         ctx.ledger.phase(name)
     durations = [o.duration for o in baselined.baseline.outcomes]

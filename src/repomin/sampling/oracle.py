@@ -66,6 +66,29 @@ class OracleHooks:
     on_policy: Callable[[SamplingPolicy], None] | None = None
 
 
+@dataclass(slots=True)
+class _Traffic:
+    """The oracle's sample counters; the oracle changes them under its lock."""
+
+    #: samples started (the number in each sample's label)
+    started: int = 0
+    #: samples running now
+    inflight: int = 0
+    #: samples counted by ``--max-runs`` (all but baseline, final and holdout)
+    budgeted: int = 0
+
+    def start(self) -> int:
+        """One more sample started; its number."""
+        self.started += 1
+        return self.started
+
+    def running(self, change: int) -> None:
+        self.inflight += change
+
+    def count(self) -> None:
+        self.budgeted += 1
+
+
 class Oracle:
     """Decides whether a tree reproduces the failure; counts every sample it spends."""
 
@@ -96,8 +119,7 @@ class Oracle:
         self._hooks = hooks or OracleHooks()
         self._policy: SamplingPolicy | None = None
         self._lock = threading.Lock()
-        # [samples started (labels), samples in flight, samples counted by --max-runs]
-        self._traffic = [0, 0, 0]
+        self._traffic = _Traffic()
 
     # -- read-only views ---------------------------------------------------------------------
 
@@ -130,7 +152,7 @@ class Oracle:
 
     @property
     def inflight(self) -> int:
-        return self._traffic[1]
+        return self._traffic.inflight
 
     @property
     def inconsistencies(self) -> int:
@@ -151,29 +173,28 @@ class Oracle:
     # -- sampling ----------------------------------------------------------------------------
 
     def check_budget(self) -> None:
-        self._guard.check(self._traffic[2], True)
+        self._guard.check(self._traffic.budgeted, True)
 
     @property
     def search_samples(self) -> int:
         """Samples counted by ``--max-runs`` (everything but baseline, final and holdout)."""
-        return self._traffic[2]
+        return self._traffic.budgeted
 
     def sample(
         self, tree: Tree, label: str, *, phase: str | None, budgeted: bool = True
     ) -> Outcome:
         """One sample on a fresh copy of ``tree``; infrastructure errors retried, then raised."""
-        self._guard.check(self._traffic[2], budgeted)
+        self._guard.check(self._traffic.budgeted, budgeted)
         with self._lock:
-            self._traffic[0] += 1
-            request = replace(self._request, sample_id=f"{label}-{self._traffic[0]}")
+            request = replace(self._request, sample_id=f"{label}-{self._traffic.start()}")
         for attempt in range(INFRA_RETRIES):
             with self._lock:
-                self._traffic[1] += 1
+                self._traffic.running(+1)
             try:
                 outcome = self._runner.run(tree, request)
             finally:
                 with self._lock:
-                    self._traffic[1] -= 1
+                    self._traffic.running(-1)
             if outcome.infrastructure_error is None:
                 break
             if self._guard.stop.is_set():
@@ -189,7 +210,7 @@ class Oracle:
         self._ledger.add_sample(phase, outcome.duration, outcome.cpu_seconds)
         if budgeted:
             with self._lock:
-                self._traffic[2] += 1
+                self._traffic.count()
         if self._hooks.on_sample is not None:
             self._hooks.on_sample(outcome)
         return outcome

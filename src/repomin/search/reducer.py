@@ -85,6 +85,7 @@ class Reduction:
         on_accept: Callable[[Mutation], None] | None = None,
         history: Sequence[Tree] = (),
         on_revert: Callable[[Tree], None] | None = None,
+        ahead: AheadFinal | None = None,
     ) -> None:
         self._current = initial
         self.oracle = oracle
@@ -104,7 +105,7 @@ class Reduction:
         #: A fixpoint round after the first that has not changed the tree yet (``run_passes``).
         self.settled = False
         #: Final runs started in a settled round's idle slots (``prefetch.py``).
-        self.ahead: AheadFinal | None = None
+        self.ahead = ahead
         #: Work a pass left running beside the search (``later``): in the background only
         #: with batch slots, where the samples of the next pass keep the slots busy meanwhile.
         self.background = Background(lambda: self.batch_width > 1)
