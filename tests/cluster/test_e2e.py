@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import make_repo
+from tests.conftest import make_repo, reduce_argv
 
 from ._support import SRC, LocalCluster, shared_cluster
 
@@ -37,26 +37,10 @@ def _command(marks: Path, extra: str = "") -> str:
 def _reduce(src: Path, out: Path, command: str, *extra: str, **kw: Any) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     env.pop("REPOMIN_CLUSTER", None)
-    argv = [
-        sys.executable,
-        "-m",
-        "repomin",
-        "reduce",
-        str(src),
-        "-o",
-        str(out),
-        "--command",
-        command,
-        "--match",
-        "BUG",
-        "--baseline-runs",
-        "4",
-        "--final-runs",
-        "3",
-        "--no-trace",
-        "-q",
+    argv = reduce_argv(
+        src, out, command, "BUG", "--baseline-runs", "4", "--final-runs", "3", "--no-trace", "-q",
         *extra,
-    ]
+    )  # fmt: skip
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
 
 
