@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from repomin.failure.identity import Identity
 from repomin.app.reduce import ReduceOptions, execute
 from repomin.app.session import Session, default_session_dir
 from repomin.failure.contract import FailureSpec
@@ -201,9 +202,14 @@ def test_a_killed_reduction_resumes_with_the_persisted_rate_evidence(
     seen: list[SamplingPolicy] = []
     original = Oracle.restore
 
-    def spy(self: Oracle, policy: SamplingPolicy, signature: dict[str, object] | None) -> None:
+    def spy(
+        self: Oracle,
+        policy: SamplingPolicy,
+        signature: dict[str, object] | None,
+        identity: Identity | None = None,
+    ) -> None:
         seen.append(policy)
-        original(self, policy, signature)
+        original(self, policy, signature, identity)
 
     monkeypatch.setattr(Oracle, "restore", spy)
     runner.calls = 0

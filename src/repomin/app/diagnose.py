@@ -95,8 +95,13 @@ def contract_checks(contract: FailureContract, outcome: Outcome) -> list[str]:
     spec = contract.spec
     checks: list[str] = []
     if spec.match is not None:
-        found = re.search(spec.match, outcome.output) is not None
+        found = re.search(spec.match, contract.searched_text(outcome)) is not None
         verdict = "matched" if found else "not found in the output"
+        if not found and re.search(spec.match, outcome.output) is not None:
+            verdict = (
+                "found only in source lines the tool echoed (which do not count: match the "
+                "error's own text)"
+            )
         checks.append(f"--match {escape(repr(spec.match))} {verdict}")
     if spec.exit_code is not None:
         same = outcome.exit_code == spec.exit_code
@@ -113,6 +118,9 @@ def contract_checks(contract: FailureContract, outcome: Outcome) -> list[str]:
         else:
             same = mode.matches(contract.signature, observed)
             checks.append(f"{flag}: {'the pinned signature' if same else 'a different signature'}")
+    if contract.identity is not None and contract.identity.facets:
+        missed = contract.identity.mismatch(outcome)
+        checks.append(escape(missed) if missed else "the pinned identity")
     return checks
 
 

@@ -120,7 +120,7 @@ def baseline_stage(ctx: Context, selected: Selected, session: Session | None) ->
     t0 = time.monotonic()
     if stored is not None:
         policy = session.current_policy(stored.policy) if session else stored.policy
-        oracle.restore(policy, stored.signature)
+        oracle.restore(policy, stored.signature, stored.identity)
         baseline = stored.baseline
     else:
         baseline = _run_baseline(ctx, selected, session)
@@ -141,7 +141,21 @@ def baseline_stage(ctx: Context, selected: Selected, session: Session | None) ->
         f"baseline {baseline.passes}/{baseline.runs}, lower bound {baseline.lower:.3f}; "
         f"sampling policy {oracle.policy.mode.value}"
     )
+    _show_identity(ctx)
     return Baselined(baseline, session, history[-1], history)
+
+
+def _show_identity(ctx: Context) -> None:
+    """The pinned identity, as the first thing said after the baseline (``--identity auto``)."""
+    identity = ctx.oracle.contract.identity
+    if identity is None:
+        return
+    lines = identity.describe()
+    if not identity.facets:
+        lines.insert(0, "nothing recognised: only the contract's options decide")
+    ctx.progress.notice(
+        "failure identity (pinned; --identity off drops it):\n  " + "\n  ".join(lines)
+    )
 
 
 def _run_baseline(ctx: Context, selected: Selected, session: Session | None) -> Baseline:
@@ -161,8 +175,10 @@ def _run_baseline(ctx: Context, selected: Selected, session: Session | None) -> 
     if ctx.stop.is_set():
         raise Interrupted(interrupted)
     if session is not None:
-        policy, signature = ctx.oracle.policy, ctx.oracle.contract.signature
-        session.save_baseline(StoredBaseline(baseline, policy, signature))
+        contract = ctx.oracle.contract
+        session.save_baseline(
+            StoredBaseline(baseline, ctx.oracle.policy, contract.signature, contract.identity)
+        )
     return baseline
 
 

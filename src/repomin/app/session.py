@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from repomin.errors import SessionError
+from repomin.failure.identity import Identity
 from repomin.report.io import write_json_atomic
 from repomin.sampling.policy import Sampling, SamplingPolicy
 from repomin.sampling.verdict import Baseline, Verdict
@@ -55,18 +56,24 @@ class StoredBaseline:
     baseline: Baseline
     policy: SamplingPolicy
     signature: dict[str, Any] | None
+    identity: Identity | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             **self.baseline.to_json(),
             "signature": self.signature,
+            "identity": None if self.identity is None else self.identity.to_json(),
             "policy": self.policy.to_json(),
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> StoredBaseline:
+        identity = data.get("identity")
         return cls(
-            Baseline.from_json(data), SamplingPolicy.from_json(data["policy"]), data["signature"]
+            Baseline.from_json(data),
+            SamplingPolicy.from_json(data["policy"]),
+            data["signature"],
+            None if identity is None else Identity.from_json(identity),
         )
 
 

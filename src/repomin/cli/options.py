@@ -69,6 +69,14 @@ class ReduceArgs(ClusterArgs):
     process_failure: bool = flag(
         "--process-failure", help="Pin the process failure (signal / exit status / Windows status)."
     )
+    identity: str = opt(
+        "--identity",
+        type=click.Choice(("auto", "off")),
+        default="auto",
+        show_default=True,
+        help="Pin the failure's identity read from the baseline (exception, failing test, "
+        "error code, signal); off: only --match/--exit-code decide.",
+    )
     timeout: float = opt(
         "--timeout",
         type=float,
@@ -302,6 +310,7 @@ def to_options(a: ReduceArgs) -> ReduceOptions:
             java_exception=a.java_exception,
             python_exception=a.python_exception,
             process_failure=a.process_failure,
+            identity=a.identity,
         ),
         env=parse_env(a.env),
         timeout=a.timeout,

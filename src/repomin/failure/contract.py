@@ -1,8 +1,10 @@
 """The failure specification and the contract the oracle applies to every sample.
 
 ``FailureSpec`` is exactly the report's ``failure_spec`` object. A signature mode (Python or
-Java exception, process failure) is *learnt once* from the baseline and then pinned: the
-:class:`FailureContract` holds the learnt signature and never replaces it. Timeouts and resource
+Java exception, process failure) and, by default, the failure's identity
+(:mod:`repomin.failure.identity`) are *learnt once* from the baseline and then pinned: the
+:class:`FailureContract` holds them and never replaces them. ``--match`` searches the output
+without the source lines tools echo (:mod:`repomin.failure.echo`). Timeouts and resource
 exhaustion never reproduce, whatever the spec says.
 
 Owns ``FailureSpec`` and ``FailureContract``; the signature modes and their registry live in
@@ -12,14 +14,20 @@ Owns ``FailureSpec`` and ``FailureContract``; the signature modes and their regi
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from repomin.errors import SignatureError, UsageError
+from repomin.failure.echo import counted_text
+from repomin.failure.identity import IDENTITY_MODES, Identity, infer_identity
 from repomin.failure.signatures import SIGNATURE_MODES, SignatureMode
 from repomin.runners.base import Outcome
 
 SIGNATURE_FLAGS = ("java_exception", "python_exception", "process_failure")
+
+#: ``failure_spec.match_scope``: where ``--match`` looks. Reports written before the scope was
+#: recorded searched the whole output, and replay keeps that for them.
+MATCH_SCOPES = ("no_echoed_source", "whole_output")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,8 +39,18 @@ class FailureSpec:
     java_exception: bool = False
     python_exception: bool = False
     process_failure: bool = False
+    identity: str = "auto"
+    match_scope: str = "no_echoed_source"
 
     def __post_init__(self) -> None:
+        if self.identity not in IDENTITY_MODES:
+            raise UsageError(
+                f"--identity {self.identity!r} is not one of {', '.join(IDENTITY_MODES)}"
+            )
+        if self.match_scope not in MATCH_SCOPES:
+            raise UsageError(
+                f"match scope {self.match_scope!r} is not one of {', '.join(MATCH_SCOPES)}"
+            )
         modes = [flag for flag in SIGNATURE_FLAGS if getattr(self, flag)]
         if len(modes) > 1:
             raise UsageError(
@@ -82,16 +100,22 @@ class FailureSpec:
             "java_exception": self.java_exception,
             "python_exception": self.python_exception,
             "process_failure": self.process_failure,
+            "identity": self.identity,
+            "match_scope": self.match_scope,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FailureSpec:
+        """A recorded spec; one written before identity and match scope were recorded pinned
+        no identity and searched the whole output, and is read so."""
         return cls(
             match=data.get("match"),
             exit_code=data.get("exit_code"),
             java_exception=bool(data.get("java_exception", False)),
             python_exception=bool(data.get("python_exception", False)),
             process_failure=bool(data.get("process_failure", False)),
+            identity=str(data.get("identity", "off")),
+            match_scope=str(data.get("match_scope", "whole_output")),
         )
 
 
@@ -105,10 +129,12 @@ def signature_mode_for(flag: str) -> SignatureMode:
 
 @dataclass(frozen=True)
 class FailureContract:
-    """A spec plus the pinned signature (when a signature mode is selected)."""
+    """A spec plus the pinned signature (when a signature mode is selected) and the pinned
+    identity (``None`` until learnt, and always under ``--identity off``)."""
 
     spec: FailureSpec
     signature: dict[str, Any] | None = None
+    identity: Identity | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(
@@ -127,12 +153,17 @@ class FailureContract:
         if self.spec.exit_code is not None and outcome.exit_code != self.spec.exit_code:
             return False
         regex: re.Pattern[str] | None = getattr(self, "_regex")  # noqa: B009
-        return not (regex is not None and regex.search(outcome.output) is None)
+        return not (regex is not None and regex.search(self.searched_text(outcome)) is None)
 
-    def reproduces(self, outcome: Outcome) -> bool:
-        """Does this sample show *the* failure? Timeouts and exhaustion never do."""
-        if not self.base_matches(outcome):
-            return False
+    def searched_text(self, outcome: Outcome) -> str:
+        """The text ``--match`` searches: the output, less echoed source unless the recorded
+        scope is the whole output."""
+        if self.spec.match_scope == "whole_output":
+            return outcome.output
+        return counted_text(outcome.output)
+
+    def signature_matches(self, outcome: Outcome) -> bool:
+        """The signature part of the contract (true when no signature mode is selected)."""
         mode = self.mode
         if mode is None:
             return True
@@ -141,8 +172,22 @@ class FailureContract:
         observed = mode.extract(outcome)
         return observed is not None and mode.matches(self.signature, observed)
 
+    def reproduces(self, outcome: Outcome) -> bool:
+        """Does this sample show *the* failure? Timeouts and exhaustion never do."""
+        if not self.base_matches(outcome) or not self.signature_matches(outcome):
+            return False
+        return self.identity is None or self.identity.matches(outcome)
+
     def learn(self, outcomes: list[Outcome]) -> FailureContract:
-        """Pin the signature from the baseline's reproducing outcomes (all must agree)."""
+        """Pin the signature (all reproducing baseline runs must agree) and then the identity
+        (what every run that satisfies the rest of the contract shows)."""
+        learnt = self._learn_signature(outcomes)
+        if self.spec.identity != "auto":
+            return learnt
+        agreeing = [o for o in outcomes if learnt.base_matches(o) and learnt.signature_matches(o)]
+        return replace(learnt, identity=infer_identity(agreeing))
+
+    def _learn_signature(self, outcomes: list[Outcome]) -> FailureContract:
         mode = self.mode
         if mode is None:
             return self
@@ -166,7 +211,7 @@ class FailureContract:
                     f"({_brief(first)} vs {_brief(other)}); make the failure deterministic in "
                     "kind, or narrow it with --match"
                 )
-        return FailureContract(self.spec, first)
+        return FailureContract(self.spec, first, self.identity)
 
 
 def _brief(sig: dict[str, Any]) -> str:

@@ -85,6 +85,8 @@ def build_report(inputs: ReportInputs) -> dict[str, Any]:
     mode = inputs.contract.mode
     if mode is not None and inputs.contract.signature is not None:
         report[mode.report_field] = inputs.contract.signature
+    if inputs.contract.identity is not None:
+        report["failure_identity"] = inputs.contract.identity.to_json()
     problems = structural_errors(report)
     if problems:
         raise ReportError("internal error: the report does not match its schema: " + problems[0])

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from repomin.failure.contract import FailureSpec
+from repomin.failure.identity import Identity
 from repomin.tree import Tree
 
 #: Kept files listed by name; the rest are summarised in one line.
@@ -101,6 +102,22 @@ def contract_text(report: Mapping[str, Any]) -> str:
     if spec.exit_code is not None:
         parts.append(f"exit code {spec.exit_code}")
     return " and ".join(parts) or mode
+
+
+def identity_lines(report: Mapping[str, Any]) -> list[str]:
+    """The pinned identity, a line per facet (none when ``--identity off``)."""
+    recorded = report.get("failure_identity")
+    if not isinstance(recorded, Mapping):
+        return []
+    lines = Identity.from_json(recorded).describe()
+    return lines or ["nothing recognised in the baseline's output: the contract's options decide"]
+
+
+BUDGET_WARNING = (
+    "a budget (--max-runs/--max-time) stopped the search before it reached its fixpoint: the "
+    "payload is the smallest tree found so far, not a minimum; rerun with --resume and a larger "
+    "budget to go on"
+)
 
 
 def evidence_sentence(report: Mapping[str, Any]) -> str:
@@ -235,8 +252,10 @@ def render_repomin_md(
         f"{report['repomin_version']} in {_plural(ex['oracle_samples'], 'run')}"
         f"{' (' + cost_text(ex) + ')' if cost_text(ex) else ''}.",
         "",
+        *([f"**Warning:** {BUDGET_WARNING}.", ""] if ex.get("budget_exhausted") else []),
         evidence_sentence(report),
         "",
+        *_identity_section(report),
         *([user_shell_text(report) or "", ""] if report.get("user_shell") else []),
         *_slippage_section(report),
         "## Kept files",
@@ -287,6 +306,21 @@ def render_repomin_md(
     return "\n".join(lines)
 
 
+def _identity_section(report: Mapping[str, Any]) -> list[str]:
+    lines = identity_lines(report)
+    if not lines:
+        return []
+    return [
+        "## The failure",
+        "",
+        "The identity read from the original tree's runs and pinned for every run since "
+        "(`failure_identity` in the report):",
+        "",
+        *[f"- {line}" for line in lines],
+        "",
+    ]
+
+
 def _slippage_section(report: Mapping[str, Any]) -> list[str]:
     slip, keep = slippage_text(report), keep_rate_text(report)
     if slip is None and keep is None:
@@ -321,7 +355,10 @@ def render_terminal(
     removed = removals(report)
     if removed:
         lines.append("repomin: removed: " + "; ".join(removed))
+    lines += [f"repomin: failure: {line}" for line in identity_lines(report)]
     lines.append(f"repomin: evidence: {evidence_sentence(report)}")
+    if ex.get("budget_exhausted"):
+        lines.append(f"repomin: warning: {BUDGET_WARNING}")
     keep, slip = keep_rate_text(report), slippage_text(report)
     if keep is not None:
         lines.append(f"repomin: {keep}")

@@ -26,6 +26,8 @@ from typing import Any
 from repomin.app.selection import SelectionOptions, select
 from repomin.errors import InfrastructureError, ReportError, UsageError
 from repomin.failure.contract import SIGNATURE_FLAGS, FailureContract, FailureSpec
+from repomin.failure.facets import FACETS
+from repomin.failure.identity import Identity
 from repomin.report.build import environment_digest
 from repomin.report.fingerprint import CONTENT_POLICY
 from repomin.runners.base import Outcome, Runner, RunRequest
@@ -146,14 +148,34 @@ def pinned_contract(report: Mapping[str, Any]) -> FailureContract:
             python_exception="python_exception" in flags,
             process_failure="process_failure" in flags,
         )
-    contract = FailureContract(spec)
+    identity = _pinned_identity(report, spec)
+    contract = FailureContract(spec, None, identity)
     mode = contract.mode  # UsageError when this build lacks the signature mode
     if mode is None:
         return contract
     signature = report.get(mode.report_field)
     if not isinstance(signature, dict):
         raise ReportError(f"the report selects {mode.flag} but records no {mode.report_field}")
-    return FailureContract(spec, dict(signature))
+    return FailureContract(spec, dict(signature), identity)
+
+
+def _pinned_identity(report: Mapping[str, Any], spec: FailureSpec) -> Identity | None:
+    """The recorded identity (``--identity auto``), never relearnt from this replay's output."""
+    if spec.identity == "off":
+        return None
+    recorded = report.get("failure_identity")
+    if not isinstance(recorded, Mapping):
+        raise ReportError(
+            "the report's failure_spec pins an identity but records no failure_identity"
+        )
+    identity = Identity.from_json(recorded)
+    unknown = sorted(set(identity.facets) - set(FACETS))
+    if unknown:
+        raise ReportError(
+            f"the report pins identity facets this build does not know ({', '.join(unknown)}); "
+            "replay it with the ReproMin version that wrote it"
+        )
+    return identity
 
 
 def replay_environment(plan: ReplayPlan, environ: Mapping[str, str]) -> dict[str, str]:

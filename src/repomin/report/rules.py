@@ -18,6 +18,7 @@ from typing import Any
 
 from repomin.cluster.fields import cluster_problems
 from repomin.failure.contract import SIGNATURE_FLAGS
+from repomin.failure.facets import FACET_FIELDS
 from repomin.report.cost import cost_problems
 from repomin.sampling import stats
 
@@ -43,6 +44,8 @@ RULES: dict[str, str] = {
     "failure_spec.criterion": "the contract has a match, an exit code or a signature mode",
     "failure_spec.regex": "the match is a valid regular expression (replay compiles it)",
     "signature.presence": "exactly the signature selected by failure_spec is present",
+    "identity.presence": "failure_identity is present exactly when failure_spec.identity is auto",
+    "identity.fields": "each pinned identity value has exactly its facet's fields",
     "signature.kind": "a signature object's kind agrees with its field",
     "execution.passes": "baseline/candidate/final passes do not exceed their runs",
     "execution.cache_hits": "execution.cache_hits equals the top-level cache_hits",
@@ -185,10 +188,34 @@ def check_failure_spec(report: dict[str, Any]) -> list[Problem]:
             problems.append(
                 Problem("failure_spec.regex", f"failure_match is not a valid regex: {exc}")
             )
+    problems.extend(_check_identity(report, spec))
     for flag in ("python_exception", "java_exception"):
         sig = report.get(f"{flag}_signature")
         if sig is not None and sig["kind"] != flag:
             problems.append(Problem("signature.kind", f"{flag}_signature has kind {sig['kind']!r}"))
+    return problems
+
+
+def _check_identity(report: dict[str, Any], spec: dict[str, Any] | None) -> list[Problem]:
+    """``failure_identity`` goes with ``failure_spec.identity == "auto"`` (a spec without the
+    key predates identities: no identity), and each value carries its facet's fields."""
+    pinned = (spec or {}).get("identity", "off") == "auto"
+    identity = report.get("failure_identity")
+    if pinned != (identity is not None):
+        state = "is missing" if pinned else "is present"
+        mode = (spec or {}).get("identity", "absent")
+        return [Problem("identity.presence", f"failure_identity {state} with identity {mode}")]
+    problems: list[Problem] = []
+    for name, values in (identity or {}).get("facets", {}).items():
+        for value in values:
+            if set(value) != FACET_FIELDS[name]:
+                problems.append(
+                    Problem(
+                        "identity.fields",
+                        f"a {name} identity value has fields {', '.join(sorted(value))}; "
+                        f"expected {', '.join(sorted(FACET_FIELDS[name]))}",
+                    )
+                )
     return problems
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 
 from repomin.errors import BaselineError, InfrastructureError
 from repomin.failure.contract import FailureContract
+from repomin.failure.identity import Identity
 from repomin.runners.base import Outcome, Runner, RunRequest
 from repomin.sampling import candidate, stats
 from repomin.sampling.accounting import Ledger
@@ -287,9 +288,14 @@ class Oracle:
             self._hooks.on_policy(policy)
         self._policy = policy
 
-    def restore(self, policy: SamplingPolicy, signature: dict[str, object] | None) -> None:
-        """Continue with a stored policy and pinned signature (a resumed session)."""
-        self._contract = FailureContract(self._contract.spec, signature)
+    def restore(
+        self,
+        policy: SamplingPolicy,
+        signature: dict[str, object] | None,
+        identity: Identity | None = None,
+    ) -> None:
+        """Continue with a stored policy, pinned signature and identity (a resumed session)."""
+        self._contract = FailureContract(self._contract.spec, signature, identity)
         self._policy = policy
 
     # -- candidates --------------------------------------------------------------------------
