@@ -1,9 +1,11 @@
-"""End-to-end: a naive ``--match 'Error'`` reduction slips to another error; a signature does not.
+"""End-to-end: a regex alone (``--match 'Error' --identity off``) slips to another error; the
+default identity and a signature do not.
 
 The generated repository fails with a KeyError in ``calc/core.py``. Any Python error contains
 "Error", so the regex also accepts trees in which ``calc/core.py`` is gone (ModuleNotFoundError)
-or the import line is gone (NameError): the naive payload has lost the bug. With
-``--python-exception`` the KeyError raised from ``calc/core.py:total`` is pinned, so every such
+or the import line is gone (NameError): the naive payload has lost the bug. By default the
+baseline's identity (KeyError, its message, ``calc/core.py``) is pinned, and with
+``--python-exception`` the KeyError raised from ``calc/core.py:total`` is, so every such
 candidate is rejected and the payload still contains the buggy file.
 """
 
@@ -120,14 +122,29 @@ def test_match_error_slips_but_python_exception_keeps_the_key_error(tmp_path: Pa
     assert original is not None and original["exception_class"] == "KeyError"
 
     naive_out = tmp_path / "naive"
-    naive = reduce(src, naive_out, "--match", "Error")
+    naive = reduce(src, naive_out, "--match", "Error", "--identity", "off")
     assert naive["failure_spec"]["python_exception"] is False
+    assert "failure_identity" not in naive
     slipped = run_payload(naive_out, tmp_path)
     assert "Error" in slipped.output
     slipped_sig = mode.extract(slipped)
     assert slipped_sig is not None
     assert slipped_sig["exception_class"] != "KeyError"  # e.g. ModuleNotFoundError, NameError
     assert not mode.matches(original, slipped_sig)
+
+    default_out = tmp_path / "default"
+    default = reduce(src, default_out, "--match", "Error")
+    [value] = default["failure_identity"]["facets"]["python"]
+    assert (value["exception_class"], value["message"], value["file"]) == (
+        "KeyError",
+        "'pear'",
+        "calc/core.py",
+    )
+    assert "prices[item]" in (default_out / "calc" / "core.py").read_text()
+    kept_by_default = mode.extract(run_payload(default_out, tmp_path))
+    assert kept_by_default is not None and kept_by_default["exception_class"] == "KeyError"
+    assert replay(default_out, default_out) == 0
+    assert replay(default_out, naive_out, "--allow-modified") == 1
 
     pinned_out = tmp_path / "pinned"
     pinned = reduce(src, pinned_out, "--python-exception")

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from repomin.failure.identity import Identity
 from repomin.app.reduce import ReduceOptions, execute
 from repomin.app.session import Session, default_session_dir
 from repomin.failure.contract import FailureSpec
+from repomin.failure.identity import Identity
 from repomin.sampling import stats
 from repomin.sampling.incumbent import SIZING_CONFIDENCE, RateEvidence, screen_for
 from repomin.sampling.oracle import Oracle, OracleHooks

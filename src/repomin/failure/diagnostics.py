@@ -30,7 +30,8 @@ _GCC = re.compile(
 )
 _RUSTC = re.compile(r"^(?P<sev>error|warning)(?:\[(?P<code>E\d{4})\])?: (?P<msg>.+)$")
 _RUSTC_ARROW = re.compile(r"^\s*--> (?P<file>[^:]+):\d+:\d+$")
-_RUSTC_LINT = re.compile(r"#\[(?:deny|warn|forbid)\((?P<lint>[\w:]+)\)\]")
+_RUSTC_LINT = re.compile(r"#!?\[(?:deny|warn|forbid)\((?P<lint>[\w:]+)\)\]")
+_RUSTC_FLAG = re.compile(r"`-[DF] (?P<lint>[\w:-]+)`")
 _JAVAC = re.compile(r"^(?P<file>\S+\.java):(?P<line>\d+):(?:\d+:)? (?P<rest>.+)$")
 _JAVAC_SEVERITY = re.compile(r"^(?P<sev>error|warning): (?P<msg>.*)$")
 _JAVAC_RAW = re.compile(r"^(?P<key>compiler\.(?P<sev>err|warn)\.[\w.]+)")
@@ -107,21 +108,31 @@ def _javac(file: str, rest: str) -> Diagnostic | None:
     return Diagnostic("javac", plain["sev"], code, file, message)
 
 
+def _rustc_lint(body: list[str]) -> str | None:
+    """The lint a rustc diagnostic names: its ``= note: `#[deny(lint)]` …`` or ``-D lint``
+    note, else the attribute on the line under "the lint level is defined here"."""
+    body = body[: next((i for i, line in enumerate(body) if _RUSTC.match(line)), len(body))]
+    for line in body:
+        if line.lstrip().startswith("= note:"):
+            lint = _RUSTC_LINT.search(line) or _RUSTC_FLAG.search(line)
+            if lint:
+                return lint["lint"].replace("-", "_")
+    after = next((i for i, line in enumerate(body) if "lint level is defined here" in line), None)
+    if after is not None:
+        for line in body[after:]:
+            lint = _RUSTC_LINT.search(line)
+            if lint:
+                return lint["lint"]
+    return None
+
+
 def _rustc(lines: list[str], index: int, header: re.Match[str]) -> Diagnostic | None:
     if index + 1 >= len(lines):
         return None
     arrow = _RUSTC_ARROW.match(lines[index + 1])
     if arrow is None:
         return None
-    code = header["code"]
-    if code is None:
-        for follower in lines[index + 2 : index + 2 + _RUSTC_LOOKAHEAD]:
-            if _RUSTC.match(follower):
-                break
-            lint = _RUSTC_LINT.search(follower)
-            if lint and follower.lstrip().startswith("= note:"):
-                code = lint["lint"]
-                break
+    code = header["code"] or _rustc_lint(lines[index + 2 : index + 2 + _RUSTC_LOOKAHEAD])
     return Diagnostic(
         "rustc", header["sev"], code or _head(header["msg"]), arrow["file"], header["msg"]
     )

@@ -42,7 +42,7 @@ from repomin.runners.base import Outcome
 Candidate = dict[str, str]
 Extractor = Callable[[Outcome, Normaliser], list[Candidate]]
 
-_PYTEST_SUMMARY = re.compile(r"^(?P<status>FAILED|ERROR) (?P<node>\S+)(?: - (?P<rest>.*))?$")
+_PYTEST_SUMMARY = re.compile(r"^(?P<status>FAILED|ERROR) (?P<node>.+?)(?: - (?P<rest>.*))?$")
 _PYTEST_HEADER = re.compile(r"^_{3,} (?P<title>.+?) _{3,}$")
 _PYTEST_BLOCK = re.compile(r"^={3,} (?P<title>FAILURES|ERRORS) ={3,}$")
 _PYTEST_OTHER_BLOCK = re.compile(r"^={3,}.*={3,}$")
@@ -62,7 +62,10 @@ _HARNESS = (
     "org.apache.maven.",
     "org.gradle.",
 )
-_SANITIZER = re.compile(r"^(?:==\d+==ERROR|SUMMARY): (?P<san>\w+Sanitizer):? (?P<err>[\w-]+)")
+_SANITIZER = re.compile(
+    r"^(?:==\d+==ERROR|SUMMARY): (?P<san>\w+Sanitizer):? (?P<err>[A-Za-z][\w-]*)"
+)
+_JAVAC_WERROR = re.compile(r"^error: warnings found and -Werror specified$", re.MULTILINE)
 _UBSAN = re.compile(r"runtime error: (?P<what>[^:'\"0-9]+)")
 
 
@@ -123,7 +126,7 @@ def _pytest(lines: list[str], norm: Normaliser) -> list[Candidate]:
         if summary is None:
             continue
         node = summary["node"]
-        text = sections.get(_section_title(summary["status"], node))
+        text = _section_of(sections, summary["status"], node)
         record = _section_record(text) if text is not None else None
         if record is None:
             record = _summary_only(summary["rest"] or "", node)
@@ -157,13 +160,26 @@ def _section_record(text: list[str]) -> RawException | None:
     return replace(record, message=" / ".join(explanation))
 
 
-def _section_title(status: str, node: str) -> str:
-    """The headline pytest gives a node's failure section (``TestA.test_b[1]``)."""
+def _section_of(sections: dict[str, list[str]], status: str, node: str) -> list[str] | None:
+    """The failure section pytest printed for a summary line's node: ``TestA.test_b[1]`` for a
+    failure, ``ERROR at setup of …``/``ERROR at teardown of …`` for a fixture's error, and
+    ``ERROR collecting PATH`` for a module's, where PATH is written from the rootdir while the
+    summary writes it from where pytest started (they agree from the end)."""
     parts = node.split("::")
-    if status == "ERROR" and len(parts) == 1:
-        return f"ERROR collecting {node}"
     name = ".".join(parts[1:])
-    return name if status == "FAILED" else f"ERROR at setup of {name}"
+    if status == "FAILED":
+        return sections.get(name)
+    if len(parts) > 1:
+        return sections.get(f"ERROR at setup of {name}") or sections.get(
+            f"ERROR at teardown of {name}"
+        )
+    for title, text in sections.items():
+        path = title.removeprefix("ERROR collecting ")
+        if path != title and (
+            path == node or node.endswith("/" + path) or path.endswith("/" + node)
+        ):
+            return text
+    return None
 
 
 def _summary_only(rest: str, node: str) -> RawException | None:
@@ -232,11 +248,14 @@ def node_facet(outcome: Outcome, norm: Normaliser) -> list[Candidate]:
 
 
 def compiler_facet(outcome: Outcome, norm: Normaliser) -> list[Candidate]:
-    """Every error diagnostic (a warning is a facet only when the compiler made it an error)."""
+    """Every error diagnostic; a warning only when the compiler made warnings errors (javac's
+    ``-Werror`` prints the warnings and then one error without a file)."""
+    output = outcome.output
+    warnings_fail = _JAVAC_WERROR.search(strip_ansi(output)) is not None
     return [
         {"tool": d.tool, "code": d.code, "file": norm.path(d.file)}
-        for d in parse_diagnostics(outcome.output)
-        if d.is_error
+        for d in parse_diagnostics(output)
+        if d.is_error or (warnings_fail and d.tool == "javac")
     ]
 
 

@@ -20,6 +20,9 @@ _AT = re.compile(
     r"^\s+at (?:async )?(?:(?P<fn>.+?) \((?P<loc1>[^()]+?(?::\d+){1,2}|native|<anonymous>)\)"
     r"|(?P<loc2>[^\s()]+?(?::\d+){1,2}))$"
 )
+_NAMED = re.compile(r"(?:Error|Exception)(?: \[[\w.-]+\])?$")
+#: Lines an error's message may span before its first frame.
+_MESSAGE_LINES = 12
 _LOCATION = re.compile(r"^(?P<file>.+?)(?::\d+){1,2}$")
 
 
@@ -40,15 +43,38 @@ def parse_node_errors(text: str) -> list[NodeError]:
     index = 0
     while index < len(lines):
         head = _ERROR_LINE.match(lines[index])
-        if head is None or index + 1 >= len(lines) or _AT.match(lines[index + 1]) is None:
+        first = _first_frame(lines, index, head)
+        if head is None or first is None:
             index += 1
             continue
+        message = " / ".join(
+            part for part in [head["msg"] or "", *map(str.strip, lines[index + 1 : first])] if part
+        )
         files: list[str] = []
-        index += 1
+        index = first
         while index < len(lines) and (frame := _AT.match(lines[index])) is not None:
             location = frame["loc1"] or frame["loc2"] or ""
             where = _LOCATION.match(location)
             files.append((where["file"] if where else location).removeprefix("file://"))
             index += 1
-        errors.append(NodeError(head["cls"], head["msg"] or "", tuple(files)))
+        errors.append(NodeError(head["cls"], message, tuple(files)))
     return errors
+
+
+def _first_frame(lines: list[str], index: int, head: re.Match[str] | None) -> int | None:
+    """Where the error starting at ``index`` has its first ``at`` frame: the next line, or --
+    for an error class (``…Error``, ``…Exception``) whose message runs over several lines, as
+    ``assert.strictEqual``'s does -- within :data:`_MESSAGE_LINES` lines."""
+    if head is None:
+        return None
+    named = _NAMED.search(head["cls"]) is not None
+    limit = _MESSAGE_LINES if named else 1
+    for offset in range(1, limit + 1):
+        if index + offset >= len(lines):
+            return None
+        line = lines[index + offset]
+        if _AT.match(line):
+            return index + offset
+        if offset > 1 and _ERROR_LINE.match(line):
+            return None
+    return None
