@@ -415,3 +415,61 @@ def test_docker_report_without_an_image_id_is_invalid() -> None:
     data = v1()
     data["execution"]["backend"] = "docker"
     assert validate_report(data).rules() == {"execution.docker"}
+
+
+PYTEST_FAILURE = (
+    b"=================================== FAILURES ===================================\n"
+    b"__________________________________ test_total __________________________________\n"
+    b"\n"
+    b">   assert total == 1.26, 'invoice total mismatch'\n"
+    b"E   AssertionError: invoice total mismatch\n"
+    b"E   assert 1.25 == 1.26\n"
+    b"\n"
+    b"tests/test_a.py:3: AssertionError\n"
+    b"=========================== short test summary info ============================\n"
+    b"FAILED tests/test_a.py::test_total - AssertionError: invoice total mismatch\n"
+)
+
+
+def test_replay_checks_the_recorded_identity_and_never_relearns_it(echo_mode: None) -> None:
+    data = v1()
+    data["failure_match"] = "invoice total mismatch"
+    data["failure_spec"].update(
+        match="invoice total mismatch", identity="auto", match_scope="no_echoed_source"
+    )
+    value = {
+        "runner": "pytest",
+        "test": "tests/test_a.py::test_total",
+        "exception_class": "AssertionError",
+        "message": "invoice total mismatch / assert 1.25 == 1.26",
+        "file": "tests/test_a.py",
+    }
+    data["failure_identity"] = {"facets": {"python": [value]}, "notes": []}
+    assert validate_report(data).problems == ()
+    plan = rp.plan_replay(data, runs=3, jobs=1)
+    assert plan.contract.identity is not None
+    other_values = PYTEST_FAILURE.replace(b"assert 1.25 == 1.26", b"assert None == 1.26")
+    name_error = (
+        PYTEST_FAILURE.replace(b"AssertionError: invoice total mismatch", b"NameError: name 'x'")
+        .replace(b"E   assert 1.25 == 1.26\n", b"")
+        .replace(b"AssertionError\n", b"NameError\n")
+    )
+    runner = FakeRunner(
+        [
+            Outcome(exit_code=1, stdout=PYTEST_FAILURE),
+            Outcome(exit_code=1, stdout=other_values),  # the bug's values are gone
+            Outcome(exit_code=1, stdout=name_error),  # the message only in echoed source
+        ]
+    )
+    obs = rp.run_replay(plan, Tree.of({"f": Entry("file", b"x")}), runner, {TOKEN: "v"})
+    assert (obs.runs, obs.passes) == (3, 1)
+
+
+def test_replay_refuses_an_identity_it_cannot_check() -> None:
+    data = v1()
+    data["failure_spec"]["identity"] = "auto"
+    with pytest.raises(ReportError, match="records no failure_identity"):
+        rp.pinned_contract(data)
+    data["failure_identity"] = {"facets": {"cobol": [{"abend": "S0C7"}]}, "notes": []}
+    with pytest.raises(ReportError, match="does not know"):
+        rp.pinned_contract(data)

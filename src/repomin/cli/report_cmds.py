@@ -278,5 +278,14 @@ def _describe(plan: rp.ReplayPlan) -> None:
         f"timeout {plan.timeout:g} s; oracle {plan.oracle_mode}"
         + (" with the recorded signature pinned" if plan.contract.signature is not None else "")
     )
+    identity = plan.contract.identity
+    if identity is not None:
+        for line in identity.describe() or ["none recognised in the original runs"]:
+            click.echo(f"repomin: recorded identity: {_printable(line)}")
+    else:
+        click.echo("repomin: recorded identity: off (only the contract's options decide)")
+    spec = plan.contract.spec
+    if spec.match is not None and spec.match_scope == "whole_output":
+        click.echo("repomin: --match searches the whole output, echoed source included")
     names = ", ".join(plan.environment_names) or "none"
     click.echo(f"repomin: environment names taken from the current environment: {names}")

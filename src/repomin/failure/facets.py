@@ -157,7 +157,15 @@ def _section_record(text: list[str]) -> RawException | None:
     explanation = [part for part in next((b for b in reversed(blocks) if b), []) if part]
     if not explanation:
         return record
-    return replace(record, message=" / ".join(explanation))
+    first = explanation[0]
+    for prefix in (f"{record.exception_class}: ", f"{record.exception_class}:"):
+        if first.startswith(prefix):
+            explanation[0] = first[len(prefix) :]  # the class is a field of its own
+            break
+    else:
+        if first == record.exception_class:
+            explanation = explanation[1:]
+    return replace(record, message=" / ".join(part for part in explanation if part))
 
 
 def _section_of(sections: dict[str, list[str]], status: str, node: str) -> list[str] | None:

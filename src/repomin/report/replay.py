@@ -147,6 +147,8 @@ def pinned_contract(report: Mapping[str, Any]) -> FailureContract:
             java_exception="java_exception" in flags,
             python_exception="python_exception" in flags,
             process_failure="process_failure" in flags,
+            identity="off",
+            match_scope="whole_output",
         )
     identity = _pinned_identity(report, spec)
     contract = FailureContract(spec, None, identity)
