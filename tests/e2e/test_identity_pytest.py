@@ -13,6 +13,7 @@ The same holds when the failure is flaky.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -21,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from repomin.cli.main import cli
 from tests.e2e._reduce import reduce_ok, write_tree
 
 COMMAND = f"'{sys.executable}' -m pytest -x -q -p no:cacheprovider"
@@ -121,6 +124,26 @@ def test_the_assertion_and_the_bug_are_kept_by_default(tmp_path: Path) -> None:
     assert "AssertionError: invoice total mismatch for ACME" in output
     assert "NameError" not in output
     assert not (out / "billing" / "util" / "extra_0.py").exists()
+    check_one_count_of_runs(report, out)
+
+
+def check_one_count_of_runs(report: dict[str, Any], out: Path) -> None:
+    """REPOMIN.md, validate (text, JSON, Markdown) and compare say the same number of runs."""
+    runs = report["execution"]["oracle_samples"]
+    sidecar = out.parent / f"{out.name}.repomin"
+    notes = (sidecar / "REPOMIN.md").read_text()
+    assert f" in {runs} runs" in notes
+    assert "## The failure" in notes and "AssertionError" in notes
+    path = str(sidecar / "report.json")
+    cli_runner = CliRunner()
+    text = cli_runner.invoke(cli, ["report", "validate", path]).stdout
+    assert f", {runs} runs, " in text
+    summary = json.loads(cli_runner.invoke(cli, ["report", "validate", path, "--json"]).stdout)
+    assert summary["runs"] == runs
+    markdown = cli_runner.invoke(cli, ["report", "validate", path, "--format", "markdown"]).stdout
+    assert f"| Runs of the command | {runs} |" in markdown
+    compared = json.loads(cli_runner.invoke(cli, ["report", "compare", path, path]).stdout)
+    assert [snapshot["runs"] for snapshot in compared["runs"]] == [runs, runs]
 
 
 @pytest.mark.slow

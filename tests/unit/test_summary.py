@@ -47,6 +47,7 @@ SUMMARY_V2_KEYS = [
     "attempts",
     "accepted_mutations",
     "cache_hits",
+    "runs",
     "budget_exhausted",
     "holdout_planned_runs",
     "holdout_completed_runs",
@@ -99,6 +100,7 @@ def test_values_of_a_real_report() -> None:
     assert summary["attempts"] == data["attempts"]
     assert summary["accepted_mutations"] == data["accepted_mutations"]
     assert summary["cache_hits"] == data["cache_hits"]
+    assert summary["runs"] == data["execution"]["oracle_samples"]  # the count reduce prints
     assert summary["budget_exhausted"] is False
     assert summary["payload_fingerprint_verified"] is False
     assert summary["payload_fingerprint_mode"] is None
@@ -252,6 +254,7 @@ MARKDOWN_LABELS = [
     "File retention ratio",
     "Byte retention ratio",
     "Reduction attempts",
+    "Runs of the command",
     "Accepted mutations",
     "Holdout status",
     "Holdout planned runs",

@@ -1,9 +1,10 @@
 """The pass instances of one reduction, wired to their inputs.
 
 The trace cut gets the first traced run, the references cut the command, the shortcut the
-command and the baseline's failing output, the carve pass those and the capture run, the
-semantic pass its client and failure context, and every pass the shared search hints (trace and
-reference-distance priors of the learning deletion search, the re-trace callback); then the
+command and the baseline's failing output, the stack cut that output, the carve pass those and
+the capture run, the semantic pass its client and failure context, and every pass the shared
+search hints (trace and reference-distance priors of the learning deletion search, the
+re-trace callback); then the
 content passes learn what the ordered pass settled and the restart pass what it restarts.
 """
 
@@ -23,6 +24,7 @@ from repomin.passes.refs import RefsCut
 from repomin.passes.restart import bind_restart
 from repomin.passes.semantic import SemanticReduce
 from repomin.passes.shortcut import LoadShortcut
+from repomin.passes.stack import StackCut
 from repomin.passes.trace import TraceCut
 from repomin.tree import Tree
 
@@ -48,6 +50,9 @@ def pass_instances(
     shortcut = LoadShortcut(options.command, failures) if "shortcut" in instances else None
     if shortcut is not None:
         instances["shortcut"] = shortcut
+    stack = StackCut(failures) if "stack" in instances else None
+    if stack is not None:
+        instances["stack"] = stack
     carve = CarveCall(options.command, failures, capture) if "carve" in instances else None
     if carve is not None:
         instances["carve"] = carve
@@ -57,7 +62,7 @@ def pass_instances(
     attach(instances, hints)
     wrap_unsettled(instances)
     bind_restart(instances)
-    for one in (shortcut, carve):
+    for one in (shortcut, stack, carve):
         if one is not None:
             one.bind(instances)
     return instances

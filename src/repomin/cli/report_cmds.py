@@ -99,9 +99,11 @@ def validate_cmd(report: Path, payload: Path | None, as_json: bool, fmt: str | N
         click.echo(render_markdown(build_summary(data, result, report_path=path)), nl=False)
     elif result.valid:
         status = data.get("holdout_certification", {}).get("status", "absent")
+        runs = data["execution"].get("oracle_samples")
         click.echo(
             f"repomin: report valid: schema_version {data['schema_version']}, "
-            f"{len(data['events'])} events, holdout {status}"
+            + (f"{runs} runs, " if isinstance(runs, int) else "")
+            + f"{len(data['events'])} events, holdout {status}"
         )
         if payload is not None and result.payload_fingerprint_mode is not None:
             click.echo(

@@ -25,6 +25,7 @@ from repomin.passes.refs import RefsCut
 from repomin.passes.restart import Restart
 from repomin.passes.semantic import SemanticReduce
 from repomin.passes.shortcut import LoadShortcut
+from repomin.passes.stack import StackCut
 from repomin.passes.tokens import DeleteTokens
 from repomin.passes.trace import TraceCut
 from repomin.search.problem import Pass, Problem
@@ -34,6 +35,7 @@ REGISTRY: dict[str, type[Pass]] = {
     RefsCut.name: RefsCut,
     CarveCall.name: CarveCall,
     LoadShortcut.name: LoadShortcut,
+    StackCut.name: StackCut,
     CoverageCut.name: CoverageCut,
     TraceOrder.name: TraceOrder,
     DeleteFiles.name: DeleteFiles,
@@ -52,7 +54,9 @@ REGISTRY: dict[str, type[Pass]] = {
 #: The default schedule: the trace cut and the reference cut, the entry point making the
 #: failing call directly (``carve``, once; before ``shortcut``, whose shorter entry would
 #: make a carved entry that needs fewer files look no smaller), the entry point loading the
-#: module whose top-level code failed (``shortcut``, once), emptying the JavaScript bodies
+#: module whose top-level code failed (``shortcut``, once), the Python files on the failing
+#: stack and what they import (``stack``, once: after ``shortcut``, whose entry may need
+#: fewer files), emptying the JavaScript bodies
 #: the traced run never executed (``coverage``: before ``normalise``, which would make the
 #: coverage of every file it edits stale), comment stripping over every file at once, then
 #: ``ordered`` (the content passes file by file in the traced run's first-open order, each
@@ -66,6 +70,7 @@ DEFAULT_SCHEDULE: tuple[str, ...] = (
     "refs",
     "carve",
     "shortcut",
+    "stack",
     "coverage",
     "normalise",
     "ordered",

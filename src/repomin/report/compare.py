@@ -66,6 +66,7 @@ RUN_FIELDS: tuple[str, ...] = (
     "attempts",
     "accepted_mutations",
     "cache_hits",
+    "runs",
     "budget_exhausted",
     "holdout_status",
     "holdout_planned_runs",
@@ -84,6 +85,7 @@ NUMERIC_FIELDS: tuple[str, ...] = (
     "attempts",
     "accepted_mutations",
     "cache_hits",
+    "runs",
     "holdout_planned_runs",
     "holdout_completed_runs",
     "holdout_passes",
@@ -178,6 +180,7 @@ def snapshot(report: Mapping[str, Any], index: int, label: str) -> dict[str, Any
         "attempts": _counter(report.get("attempts")),
         "accepted_mutations": _counter(report.get("accepted_mutations")),
         "cache_hits": _counter(report.get("cache_hits")),
+        "runs": _counter(ex.get("oracle_samples")),
         "budget_exhausted": ex.get("budget_exhausted")
         if isinstance(ex.get("budget_exhausted"), bool)
         else None,
