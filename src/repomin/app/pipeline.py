@@ -32,6 +32,7 @@ from repomin.app.progress import Progress
 from repomin.app.selection import Selection, SelectionOptions, select
 from repomin.app.session import Session, StoredBaseline
 from repomin.app.user_shell import ShellCheck, check_in_user_shell, plan, user_environment
+from repomin.app.versions import probe_versions
 from repomin.errors import BaselineError, Interrupted, ReproMinError
 from repomin.passes import STALL_ONLY
 from repomin.report import execution as rx
@@ -459,5 +460,10 @@ def report_stage(
             holdout=holdout,
             slippage=slippage,
             user_shell=shell.to_json() if shell is not None else None,
+            tool_versions=(
+                probe_versions(options.command, options.env)
+                if options.backend == "host" and options.cluster is None
+                else None
+            ),
         )
     )

@@ -45,6 +45,8 @@ class ReportInputs:
     slippage: dict[str, Any] | None = None
     #: The payload in the user's own shell (``app.user_shell.ShellCheck``), additive.
     user_shell: dict[str, Any] | None = None
+    #: The operating system and tool versions (``app.versions.probe_versions``), additive.
+    tool_versions: dict[str, str] | None = None
 
 
 def build_report(inputs: ReportInputs) -> dict[str, Any]:
@@ -85,6 +87,8 @@ def build_report(inputs: ReportInputs) -> dict[str, Any]:
     mode = inputs.contract.mode
     if mode is not None and inputs.contract.signature is not None:
         report[mode.report_field] = inputs.contract.signature
+    if inputs.tool_versions is not None:
+        report["tool_versions"] = inputs.tool_versions
     if inputs.contract.identity is not None:
         report["failure_identity"] = inputs.contract.identity.to_json()
     problems = structural_errors(report)

@@ -113,6 +113,17 @@ def identity_lines(report: Mapping[str, Any]) -> list[str]:
     return lines or ["nothing recognised in the baseline's output: the contract's options decide"]
 
 
+def versions_text(report: Mapping[str, Any]) -> str | None:
+    """``Python 3.11.7; pytest 9.2.0; OS Linux-6.1…`` (None when nothing was probed)."""
+    versions = report.get("tool_versions")
+    if not isinstance(versions, Mapping) or not versions:
+        return None
+    tools = [str(v) for k, v in versions.items() if k != "os"]
+    if "os" in versions:
+        tools.append(f"OS {versions['os']}")
+    return "; ".join(tools)
+
+
 BUDGET_WARNING = (
     "a budget (--max-runs/--max-time) stopped the search before it reached its fixpoint: the "
     "payload is the smallest tree found so far, not a minimum; rerun with --resume and a larger "
@@ -308,17 +319,21 @@ def render_repomin_md(
 
 def _identity_section(report: Mapping[str, Any]) -> list[str]:
     lines = identity_lines(report)
-    if not lines:
+    versions = versions_text(report)
+    if not lines and versions is None:
         return []
-    return [
-        "## The failure",
-        "",
-        "The identity read from the original tree's runs and pinned for every run since "
-        "(`failure_identity` in the report):",
-        "",
-        *[f"- {line}" for line in lines],
-        "",
-    ]
+    out = ["## The failure", ""]
+    if lines:
+        out += [
+            "The identity read from the original tree's runs and pinned for every run since "
+            "(`failure_identity` in the report):",
+            "",
+            *[f"- {line}" for line in lines],
+            "",
+        ]
+    if versions is not None:
+        out += [f"Produced with: {versions} (`tool_versions`).", ""]
+    return out
 
 
 def _slippage_section(report: Mapping[str, Any]) -> list[str]:
@@ -356,6 +371,9 @@ def render_terminal(
     if removed:
         lines.append("repomin: removed: " + "; ".join(removed))
     lines += [f"repomin: failure: {line}" for line in identity_lines(report)]
+    versions = versions_text(report)
+    if versions is not None:
+        lines.append(f"repomin: tools: {versions}")
     lines.append(f"repomin: evidence: {evidence_sentence(report)}")
     if ex.get("budget_exhausted"):
         lines.append(f"repomin: warning: {BUDGET_WARNING}")
