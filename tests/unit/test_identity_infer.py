@@ -147,3 +147,27 @@ def test_identity_off_learns_nothing(runs: Runs) -> None:
     )
     assert contract.identity is None
     assert contract.reproduces(runs["key"]) and contract.reproduces(runs["value"])
+
+
+def test_the_pinned_message_says_what_failed_not_where() -> None:
+    from repomin.failure.facets import identity_message
+    from repomin.failure.normalise import Normaliser
+
+    norm = Normaliser()
+    pug = (
+        'views/about.pug:4:1\n    2| block content\n    3| p(class="about" About us\n'
+        "  > 4| \n-------^\n\nThe end of the string reached with no closing bracket ) found."
+    )
+    assert identity_message(norm, pug) == (
+        "The end of the string reached with no closing bracket ) found."
+    )
+    carved = 'Pug:1:24\n  > 1| p(class="about" About us\n-----------------------^\n\n'
+    carved += "The end of the string reached with no closing bracket ) found."
+    assert identity_message(norm, carved) == identity_message(norm, pug)
+    assert identity_message(norm, "Expecting value: line 3 column 1 (char 7)") == (
+        "Expecting value: line <n> column <n> (char <n>)"
+    )
+    assert identity_message(norm, "invoice total mismatch / assert 1.25 == 1.26") == (
+        "invoice total mismatch / assert 1.25 == 1.26"
+    )
+    assert identity_message(norm, "assert 10 / 4 == 2") == "assert 10 / 4 == 2"

@@ -65,8 +65,34 @@ _HARNESS = (
 _SANITIZER = re.compile(
     r"^(?:==\d+==ERROR|SUMMARY): (?P<san>\w+Sanitizer):? (?P<err>[A-Za-z][\w-]*)"
 )
+_CODE_FRAME = re.compile(r"^>?\s*\d+\s*\|")
+_CARET_LINE = re.compile(r"^[-\s~^]*\^[-\s~^]*$")
+_POSITION_ONLY = re.compile(r"^\S+:\d+(?::\d+)?$")
+_COLON_POSITION = re.compile(r"(?<=\w):\d+(?::\d+)?\b")
+_WORD_POSITION = re.compile(r"\b(line|column|col|char|position|offset) \d+\b")
 _JAVAC_WERROR = re.compile(r"^error: warnings found and -Werror specified$", re.MULTILINE)
 _UBSAN = re.compile(r"runtime error: (?P<what>[^:'\"0-9]+)")
+
+
+def identity_message(norm: Normaliser, raw: str) -> str:
+    """A message as the identity pins it: normalised (:meth:`Normaliser.message`), without the
+    parts that say *where* rather than *what* -- a template engine's or a parser's code frame
+    inside the message (``  > 4| p(class=…``, ``-------^``) and a line that is only a position
+    (``views/about.pug:4:1``) -- and with positions inside the text (``:4:1``, ``line 4``,
+    ``column 2``) masked: a reduction moves lines, and the failure stays the same."""
+    parts = [part.strip() for part in re.split(r"\n| / ", raw)]
+    kept = [
+        part
+        for part in parts
+        if part
+        and not _CODE_FRAME.match(part)
+        and not _CARET_LINE.match(part)
+        and not _POSITION_ONLY.match(part)
+    ]
+    text = " / ".join(kept)
+    text = _COLON_POSITION.sub(":<n>", text)
+    text = _WORD_POSITION.sub(lambda m: f"{m.group(1)} <n>", text)
+    return norm.message(text)
 
 
 def _in_tree(path: str) -> bool:
@@ -78,7 +104,7 @@ def _python_value(record: RawException, norm: Normaliser) -> Candidate:
     inside = [path for path in files if _in_tree(path)]
     return {
         "exception_class": record.exception_class.removeprefix("builtins."),
-        "message": norm.message(record.message),
+        "message": identity_message(norm, record.message),
         "file": inside[-1] if inside else "",
     }
 
@@ -234,7 +260,7 @@ def java_facet(outcome: Outcome, norm: Normaliser) -> list[Candidate]:
     return [
         {
             "exception_class": root.exception_class,
-            "message": norm.message(root.message),
+            "message": identity_message(norm, root.message),
             "frame_class": frame_class,
         }
     ]
@@ -248,7 +274,7 @@ def node_facet(outcome: Outcome, norm: Normaliser) -> list[Candidate]:
         found.append(
             {
                 "error_class": error.error_class,
-                "message": norm.message(error.message),
+                "message": identity_message(norm, error.message),
                 "file": inside[0] if inside else "",
             }
         )
