@@ -22,7 +22,7 @@ from repomin.errors import UsageError
 from repomin.failure.contract import FailureContract, FailureSpec
 from repomin.runners.base import Outcome, RunRequest
 from repomin.runners.host import HostRunner
-from repomin.tree import Tree
+from repomin.tree import Entry, Tree
 
 
 @pytest.fixture
@@ -165,3 +165,22 @@ def test_failure_inside_node_modules_names_it(tmp_path: Path, runner: HostRunner
     nothing_ignored = select(tmp_path / "notes", SelectionOptions())
     assert check_ignored(tmp_path / "notes", nothing_ignored, once, contract) == ""
     assert runs == [6]
+
+
+def test_a_match_only_in_echoed_source_and_a_different_identity_are_named(
+    runner: HostRunner,
+) -> None:
+    tree = Tree.of(
+        {
+            "t.py": Entry("file", b"def f():\n    x(('needle mismatch'))\n\n\nf()\n"),
+            "good.py": Entry("file", b"raise KeyError('needle mismatch')\n"),
+        }
+    )
+    echoed = run(runner, "python3 t.py", tree)
+    contract = FailureContract(FailureSpec(match="needle mismatch"))
+    text = " ".join(describe_run("baseline run 1", contract, echoed))
+    assert "found only in source lines the tool echoed" in text
+    learnt = contract.learn([run(runner, "python3 good.py", tree)])
+    assert learnt.identity is not None and set(learnt.identity.facets) == {"python"}
+    phrases = " ".join(describe_run("run", learnt, echoed))
+    assert "identity python KeyError" in phrases and "NameError" in phrases
