@@ -8,7 +8,9 @@ it with that message. Versions are pinned (npm: top-level versions and ``--befor
 transitive ones), so every run reduces the same tree.
 
 The cases live in one module per kind: :mod:`real_python` (old sdists failing on Python 3.11
-at import, in their own tests, and one flaky through hash randomisation), :mod:`real_npm`
+at import, in their own tests, and one flaky through hash randomisation), :mod:`real_pytest`
+(old sdists failing under pytest: a project's own suite failing at call time, and a check made
+flaky by the hash seed), :mod:`real_npm`
 (projects with their whole ``node_modules``), :mod:`real_java` (Debian's Java sources compiled
 whole by ``javac``), :mod:`real_c` (Debian's C sources built with their own make/configure) and
 :mod:`real_ts` (``tsc`` from npm). :func:`real_cases` collects them; ``sdist-tornado-4.5.3``
@@ -31,6 +33,7 @@ from real_c import CJSON, DRIVE_C, ZLIB, build_cjson, c_cases
 from real_fetch import apt_env, debian_orig, extract, run_client
 from real_java import CODEC, COMMONS_IO, DRIVER_JAVA, LANG3, java_cases
 from real_npm import APP_JS, NPM_BEFORE, NPM_PACKAGES, build_npm, npm_cases, npm_tree
+from real_pytest import pytest_cases
 from real_python import URLLIB3, python_cases
 from real_ts import ts_cases
 
@@ -67,6 +70,7 @@ def real_cases(cache: Path) -> list[Case]:
     cases = [
         *npm_cases(real),
         *python_cases(real),
+        *pytest_cases(real),
         *c_cases(real),
         *java_cases(real),
         *ts_cases(real),
