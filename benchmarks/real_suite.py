@@ -1,7 +1,7 @@
 """Run ReproMin over the whole real suite with a cap and print one table.
 
-For every real case (``real_cases.suite``: tornado's sdist and the cases of ``real_python``, ``real_pytest``,
-``real_npm``, ``real_java``, ``real_c``, ``real_ts``) this builds the unreduced tree, checks
+For every real case (``real_cases.suite``: tornado's sdist and the cases of ``real_python``,
+``real_pytest``, ``real_npm``, ``real_java``, ``real_c``, ``real_ts``) this builds the unreduced tree, checks
 that it reproduces, runs ``repomin reduce`` with ``--max-time CAP`` and ``--jobs N``, and
 then checks the result the way a person would: the final tree is copied to a fresh directory
 and its command is run there with ``bash -c COMMAND`` in the caller's own environment (real
