@@ -1,11 +1,12 @@
 """Run ReproMin over the whole real suite with a cap and print one table.
 
 For every real case (``real_cases.suite``: tornado's sdist and the cases of ``real_python``,
-``real_pytest``, ``real_npm``, ``real_java``, ``real_c``, ``real_ts``) this builds the unreduced tree, checks
-that it reproduces, runs ``repomin reduce`` with ``--max-time CAP`` and ``--jobs N``, and
-then checks the result the way a person would: the final tree is copied to a fresh directory
-and its command is run there with ``bash -c COMMAND`` in the caller's own environment (real
-``HOME``, everything inherited), three times, each against the case's contract.
+``real_pytest``, ``real_npm``, ``real_java``, ``real_c``, ``real_ts``) this builds the
+unreduced tree, checks that it reproduces, runs ``repomin reduce`` with ``--max-time CAP``
+and ``--jobs N``, and then checks the result the way a person would: the final tree is copied
+to a fresh directory and its command is run there with ``bash -c COMMAND`` in the caller's own
+environment (real ``HOME``, everything inherited), three times, each against the case's
+contract.
 
 From the report ReproMin writes (``OUTPUT.repomin/report.json``) it takes the oracle runs,
 the per-phase accepted/rejected counts and the timeline of accepted reductions (``events``
