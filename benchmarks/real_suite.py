@@ -40,6 +40,8 @@ from cases import Case, CaseUnavailable
 from real_cases import check, suite, tree_size
 from tools import ReproMin, Settings
 
+#: Runs of the unreduced tree from which the yardstick identity is inferred (x3 when flaky).
+SOURCE_IDENTITY_RUNS = 2
 HAND_RUNS = 3
 REPO = Path(__file__).resolve().parent.parent
 
@@ -61,45 +63,78 @@ def git_commit(src: Path) -> str | None:
     return proc.stdout.strip() or None
 
 
-def by_hand(case: Case, final: Path, runs: int = HAND_RUNS) -> dict[str, Any]:
+def _run_copy(case: Case, tree: Path) -> tuple[str, Any]:
+    """One run of the case's command with ``bash -c`` in a fresh copy of ``tree``: ("ok" or
+    why not, the Outcome for the identity check or None)."""
+    from repomin.runners.base import Outcome
+
+    c = case.contract
+    with tempfile.TemporaryDirectory(prefix="by-hand-") as tmp:
+        copy = Path(tmp) / "tree"
+        shutil.copytree(tree, copy, symlinks=True)
+        try:
+            proc = subprocess.run(
+                ["bash", "-c", c.command],
+                cwd=copy,
+                env=dict(os.environ),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=c.timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return "timeout", None
+        outcome = Outcome(proc.returncode, proc.stdout, proc.stderr, workdir=str(copy))
+        output = outcome.output
+        # bash -c runs its last command in place of itself, so a crash comes back as -N;
+        # a person's shell shows it as $? = 128 + N, which is what the contract names.
+        status = 128 - proc.returncode if proc.returncode < 0 else proc.returncode
+        if c.exit_code is not None and status != c.exit_code:
+            return f"exit {status}", outcome
+        if c.match is not None and re.search(c.match, output) is None:
+            return "no match", outcome
+        return "ok", outcome
+
+
+def source_identity(case: Case, src: Path) -> Any:
+    """The failure's identity in the unreduced tree, inferred by *this* checkout's ReproMin
+    from a few runs by hand (the yardstick both sides of a pair are judged by), or None."""
+    try:
+        from repomin.failure.identity import infer_identity
+    except ImportError:
+        return None
+    runs = SOURCE_IDENTITY_RUNS * (3 if case.flaky else 1)
+    seen = [_run_copy(case, src) for _ in range(runs)]
+    return infer_identity([o for status, o in seen if status == "ok" and o is not None])
+
+
+def by_hand(case: Case, final: Path, runs: int = HAND_RUNS, identity: Any = None) -> dict[str, Any]:
     """Run the case's command ``runs`` times with ``bash -c`` in fresh copies of ``final``.
 
     The environment is the caller's (``HOME`` and all), not ReproMin's reduced one; each run
-    gets its own copy so that build products of one run cannot help the next.
+    gets its own copy so that build products of one run cannot help the next. A run passes
+    when it satisfies the case's contract *and* shows the unreduced tree's identity (when one
+    was inferred: ``source_identity``); a run that matches the regex but fails differently is
+    ``other failure``, with what differs.
     """
-    c = case.contract
     outcomes: list[str] = []
     tails: list[str] = []
     for _ in range(runs):
-        with tempfile.TemporaryDirectory(prefix="by-hand-") as tmp:
-            copy = Path(tmp) / "tree"
-            shutil.copytree(final, copy, symlinks=True)
-            try:
-                proc = subprocess.run(
-                    ["bash", "-c", c.command],
-                    cwd=copy,
-                    env=dict(os.environ),
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    timeout=c.timeout,
-                    check=False,
-                )
-            except subprocess.TimeoutExpired:
-                outcomes.append("timeout")
-                continue
-            output = (proc.stdout + b"\n" + proc.stderr).decode("utf-8", "replace")
-            # bash -c runs its last command in place of itself, so a crash comes back as -N;
-            # a person's shell shows it as $? = 128 + N, which is what the contract names.
-            status = 128 - proc.returncode if proc.returncode < 0 else proc.returncode
-            if c.exit_code is not None and status != c.exit_code:
-                outcomes.append(f"exit {status}")
-            elif c.match is not None and re.search(c.match, output) is None:
-                outcomes.append("no match")
-            else:
-                outcomes.append("ok")
-                continue
-            tails.append(output[-600:])
-    return {"runs": runs, "passes": outcomes.count("ok"), "outcomes": outcomes, "tails": tails}
+        status, outcome = _run_copy(case, final)
+        if status == "ok" and identity is not None and outcome is not None:
+            missed = identity.mismatch(outcome)
+            if missed is not None:
+                status = f"other failure: {missed[:300]}"
+        outcomes.append(status)
+        if status != "ok" and outcome is not None:
+            tails.append(outcome.output[-600:])
+    return {
+        "runs": runs,
+        "passes": outcomes.count("ok"),
+        "outcomes": outcomes,
+        "tails": tails,
+        "identity": identity.describe() if identity is not None else None,
+    }
 
 
 def timeline(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -212,7 +247,7 @@ def run_case(case: Case, args: argparse.Namespace, work: Path) -> dict[str, Any]
         if p.is_file() and not p.is_symlink()
     )
     result["final_listing"] = listing[:300]
-    result["by_hand"] = by_hand(case, outcome.final)
+    result["by_hand"] = by_hand(case, outcome.final, identity=source_identity(case, src))
     if args.keep_final is not None:
         kept = args.keep_final / case.name
         shutil.rmtree(kept, ignore_errors=True)
