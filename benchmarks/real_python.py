@@ -259,13 +259,23 @@ NETWORKX_EXPERT = _expert(
     },
 )
 MOCK_EXPERT = _expert(
-    "testhelpers' `from mock import (call)` and mock.py's `import inspect` + "
-    "`inspect.formatargspec()` at top level (tests a namespace package)",
-    2,
-    70,
+    "one erroring test of testhelpers (test_builtins' `create_autospec(1)`, its class on "
+    "tests/support's `unittest as unittest2`) and mock.py's `create_autospec` cut to "
+    "`inspect.formatargspec()`. Until 2026-12-05 `inspect.formatargspec()` at mock.py's top "
+    "level (2 files / 70 B): there unittest's loader fails to import the module, which is "
+    "another failure than one of the 27 tests erroring, so it is no minimum of the same failure",
+    3,
+    282,
     {
-        "tests/testhelpers.py": "from mock import (\n    call\n)\n",
-        "mock.py": "import inspect\ninspect.formatargspec(\n)\n",
+        "tests/testhelpers.py": (
+            "from tests.support import unittest2\nfrom mock import (\n    create_autospec\n)\n"
+            "class SpecSignatureTest(unittest2.TestCase):\n    def test_builtins(self):\n"
+            "        create_autospec(1)\n"
+        ),
+        "tests/support.py": "import unittest as unittest2\n",
+        "mock.py": (
+            "import inspect\ndef create_autospec(spec):\n        inspect.formatargspec(\n)\n"
+        ),
     },
 )
 PYYAML_EXPERT = _expert(
