@@ -24,13 +24,13 @@ call) and only with a Node stack in the failing output and the host backend.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import ClassVar
 
 from repomin.analysis.failingcall import Call, Frame, innermost_frame, js_call
-from repomin.passes.cuts import follow, scheduled_cuts
+from repomin.passes.cuts import FromFailures, follow
 from repomin.passes.shortcut import entries
-from repomin.search.problem import Pass, Problem
+from repomin.search.problem import Problem
 from repomin.tree import Tree
 
 _JS = (".js", ".cjs")
@@ -39,7 +39,7 @@ _JS = (".js", ".cjs")
 Capture = Callable[[Tree, Frame], Sequence[Call]]
 
 
-class CarveCall:
+class CarveCall(FromFailures):
     """Proposes the carved calls once (see the module docstring)."""
 
     name: ClassVar[str] = "carve"
@@ -50,21 +50,13 @@ class CarveCall:
         failures: Sequence[tuple[str, str]] = (),
         capture: Capture | None = None,
     ) -> None:
+        super().__init__(failures)
         self.command = command
-        #: (output, working directory) of failing runs, the first reproducing baseline run.
-        self.failures = tuple(failures)
         self.capture = capture
-        self.cuts: list[Pass] = []
-        self.done = False
-
-    def bind(self, instances: Mapping[str, Pass]) -> None:
-        """Take the scheduled cuts from the pass instances."""
-        self.cuts = scheduled_cuts(instances)
 
     def run(self, problem: Problem) -> None:
-        if self.done or self.capture is None:
+        if self.capture is None or not self.first_run():
             return
-        self.done = True
         tree = problem.current
         targets = [e for e in entries(self.command, tree) if e.endswith(_JS)]
         if not targets:

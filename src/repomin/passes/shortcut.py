@@ -24,14 +24,14 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import ClassVar
 
 from repomin.analysis.loadframes import module_frames
 from repomin.analysis.refs.graph import command_tokens
-from repomin.passes.cuts import follow, scheduled_cuts
+from repomin.passes.cuts import FromFailures, follow
 from repomin.passes.textedit import compiles
-from repomin.search.problem import Pass, Problem
+from repomin.search.problem import Problem
 from repomin.tree import Tree
 
 _JS = (".js", ".cjs")
@@ -40,30 +40,20 @@ _DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_]\w*$")
 
 
-class LoadShortcut:
+class LoadShortcut(FromFailures):
     """Proposes the shortcut candidates once (see the module docstring)."""
 
     name: ClassVar[str] = "shortcut"
 
     def __init__(self, command: str = "", failures: Sequence[tuple[str, str]] = ()) -> None:
+        super().__init__(failures)
         self.command = command
-        #: (output, working directory) of failing runs, the first reproducing baseline run.
-        self.failures = tuple(failures)
-        self.cuts: list[Pass] = []
-        self.done = False
-
-    def bind(self, instances: Mapping[str, Pass]) -> None:
-        """Take the scheduled cuts from the pass instances."""
-        self.cuts = scheduled_cuts(instances)
 
     def run(self, problem: Problem) -> None:
-        if self.done:
+        if not self.first_run():
             return
-        self.done = True
         tree = problem.current
-        frames: list[str] = []
-        for output, workdir in self.failures:
-            frames += [f for f in module_frames(output, workdir, tree) if f not in frames]
+        frames = self.gather(lambda output, workdir: module_frames(output, workdir, tree))
         if not frames:
             return
         won = problem.try_first(self.name, self._candidates(problem, tree, frames))

@@ -21,14 +21,14 @@ candidate; when it is accepted the cuts follow at once. It costs one candidate d
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import ClassVar
 
 from repomin.analysis.loadframes import in_tree
 from repomin.analysis.refs.graph import RefGraph
 from repomin.failure.normalise import strip_ansi
-from repomin.passes.cuts import follow, scheduled_cuts
-from repomin.search.problem import Pass, Problem
+from repomin.passes.cuts import FromFailures, follow
+from repomin.search.problem import Problem
 from repomin.tree import Tree
 
 _FRAME = re.compile(r'^[\s|]*File "(?P<path>[^"\n]+\.py)", line \d+', re.M)
@@ -78,29 +78,16 @@ def kept_files(tree: Tree, stack: Sequence[str], protected: Sequence[str]) -> se
     return kept
 
 
-class StackCut:
+class StackCut(FromFailures):
     """Proposes the stack candidate once (see the module docstring)."""
 
     name: ClassVar[str] = "stack"
 
-    def __init__(self, failures: Sequence[tuple[str, str]] = ()) -> None:
-        #: (output, working directory) of failing runs: the first reproducing baseline run.
-        self.failures = tuple(failures)
-        self.cuts: list[Pass] = []
-        self.done = False
-
-    def bind(self, instances: Mapping[str, Pass]) -> None:
-        """Take the scheduled cuts from the pass instances."""
-        self.cuts = scheduled_cuts(instances)
-
     def run(self, problem: Problem) -> None:
-        if self.done:
+        if not self.first_run():
             return
-        self.done = True
         tree = problem.current
-        stack: list[str] = []
-        for output, workdir in self.failures:
-            stack += [p for p in stack_files(output, workdir, tree) if p not in stack]
+        stack = self.gather(lambda output, workdir: stack_files(output, workdir, tree))
         if not stack:
             return
         python = [p for p, e in tree.entries.items() if e.kind == "file" and p.endswith(".py")]
