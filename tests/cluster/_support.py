@@ -40,10 +40,22 @@ def _env() -> dict[str, str]:
 
 
 class LocalCluster:
-    """A scheduler and ``workers`` single-threaded workers, stopped by :meth:`stop`."""
+    """A scheduler and ``workers`` single-threaded workers, stopped by :meth:`stop`.
 
-    def __init__(self, root: Path, workers: int = 2, nthreads: int = 1) -> None:
+    ``host``: the address they listen on. ``tls``: (CA, certificate, key) files: the scheduler
+    speaks ``tls://`` and the workers join with that certificate."""
+
+    def __init__(
+        self,
+        root: Path,
+        workers: int = 2,
+        nthreads: int = 1,
+        host: str = "127.0.0.1",
+        tls: tuple[Path, Path, Path] | None = None,
+    ) -> None:
         self.root = root
+        self.host = host
+        self.tls = tls
         root.mkdir(parents=True, exist_ok=True)
         self.file = root / "scheduler.json"
         self.workers: list[subprocess.Popen[bytes]] = []
@@ -53,12 +65,13 @@ class LocalCluster:
                     *dask_cli(),
                     "scheduler",
                     "--host",
-                    "127.0.0.1",
+                    host,
                     "--port",
                     "0",
                     "--no-dashboard",
                     "--scheduler-file",
                     str(self.file),
+                    *self._tls_args(),
                 ],
                 env=_env(),
                 stdout=subprocess.DEVNULL,
@@ -68,7 +81,8 @@ class LocalCluster:
         self.address = self._wait_address()
         for _ in range(workers):
             self.add_worker(nthreads)
-        self.wait_workers(workers)
+        if workers:
+            self.wait_workers(workers)
 
     def _wait_address(self) -> str:
         deadline = time.monotonic() + 60
@@ -84,9 +98,37 @@ class LocalCluster:
         self.stop()
         pytest.fail("the dask scheduler did not start; see " + str(self.root / "scheduler.log"))
 
+    def _tls_args(self, protocol: bool = True) -> list[str]:
+        if self.tls is None:
+            return []
+        ca, cert, key = self.tls
+        files = ["--tls-ca-file", str(ca), "--tls-cert", str(cert), "--tls-key", str(key)]
+        return [*files, "--protocol", "tls"] if protocol else files
+
+    def security(self) -> object:
+        """Dask's ``Security`` for a client of this cluster (None without TLS)."""
+        if self.tls is None:
+            return None
+        from distributed import Security
+
+        ca, cert, key = self.tls
+        return Security(
+            tls_ca_file=str(ca),
+            tls_client_cert=str(cert),
+            tls_client_key=str(key),
+            require_encryption=True,
+        )
+
     def add_worker(
-        self, nthreads: int = 1, env: dict[str, str] | None = None
+        self,
+        nthreads: int = 1,
+        env: dict[str, str] | None = None,
+        args: tuple[str, ...] = (),
+        tls: bool = True,
     ) -> subprocess.Popen[bytes]:
+        """One more ``dask worker`` (``args``: extra options, e.g. ``--preload FILE``;
+        ``tls``: with the cluster's certificate, if it has one)."""
+        tls_args = self._tls_args(protocol=False) if tls else []
         n = len(self.workers)
         local = self.root / f"w{n}"
         local.mkdir(exist_ok=True)
@@ -101,11 +143,13 @@ class LocalCluster:
                     "--no-nanny",
                     "--no-dashboard",
                     "--host",
-                    "127.0.0.1",
+                    self.host,
                     "--local-directory",
                     str(local),
                     "--name",
                     f"w{n}",
+                    *tls_args,
+                    *args,
                 ],
                 env={**_env(), **(env or {})},
                 stdout=subprocess.DEVNULL,
@@ -118,7 +162,9 @@ class LocalCluster:
     def wait_workers(self, n: int, timeout: float = 60) -> None:
         from distributed import Client
 
-        with Client(self.address, timeout=timeout, set_as_default=False) as client:
+        with Client(
+            self.address, timeout=timeout, set_as_default=False, security=self.security()
+        ) as client:
             client.wait_for_workers(n, timeout=timeout)
 
     def worker_named(self, name: str) -> subprocess.Popen[bytes]:

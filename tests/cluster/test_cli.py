@@ -25,17 +25,18 @@ def test_companion_flags_need_an_address(tmp_path: Path) -> None:
 
 
 def test_tls_flags_need_tls_and_existing_files(tmp_path: Path) -> None:
-    ca = tmp_path / "ca.pem"
+    ca, cert = tmp_path / "ca.pem", tmp_path / "cert.pem"
     with pytest.raises(UsageError, match="no such file"):
         config_from_flags("tls://h:1", ca, None, None, False, False)
     ca.write_text("x")
+    cert.write_text("x")
     with pytest.raises(UsageError, match="need a tls:// address"):
         config_from_flags("tcp://h:1", ca, None, None, False, False)
     with pytest.raises(UsageError, match="needs --cluster-tls-ca"):
         config_from_flags("tls://h:1", None, None, None, False, False)
-    config = config_from_flags("tls://h:1", ca, None, None, True, True)
+    config = config_from_flags("tls://h:1", ca, cert, None, True, True)
     assert config is not None and config.allow_mixed_workers and not config.jobs_from_cluster
-    auto = config_from_flags("h:8786", None, None, None, False, False)
+    auto = config_from_flags("127.0.0.1:8786", None, None, None, False, False)
     assert auto is not None and auto.jobs_from_cluster
 
 

@@ -1,5 +1,6 @@
-"""Content-addressed shipping without a cluster: manifests, deltas, the blob cache, and the
-worker service answering need/ok/refused (a fake runner stands in for the host runner)."""
+"""Content-addressed shipping without a cluster: manifests, deltas, the blob cache, the plain
+wire format, and the worker service answering need/ok/refused (a fake runner stands in for the
+host runner)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from repomin.cluster import manifest as mf
+from repomin.cluster import wire
 from repomin.cluster.env import PROTOCOL, describe_environment, differences, environment_digest
 from repomin.cluster.worker import SampleService
 from repomin.runners.base import Outcome, RunRequest
@@ -93,23 +95,34 @@ class _Recorder:
 
 def _service() -> tuple[SampleService, _Recorder]:
     service = pickle.loads(pickle.dumps(SampleService("svc", {"backend": "host"})))
+    service.setup(worker=None)
     rec = _Recorder()
     service._runner = rec
     return service, rec
 
 
+def _request(
+    tree: Tree, base: Tree | None, blobs: dict[str, bytes], env: str | None = None
+) -> wire.SampleRequest:
+    b = mf.manifest_of(base) if base is not None else {}
+    return wire.SampleRequest(
+        digest=tree.digest,
+        delta=mf.delta(base.digest if base is not None else None, b, mf.manifest_of(tree)),
+        blobs=blobs,
+        request=RunRequest("echo hi", {"A": "1"}, 5.0, "s"),
+        env_digest=env,
+    )
+
+
 def _payload(
     tree: Tree, base: Tree | None, blobs: dict[str, bytes], env: str | None = None
-) -> dict[str, Any]:
-    b = mf.manifest_of(base) if base is not None else {}
-    return {
-        "protocol": PROTOCOL,
-        "digest": tree.digest,
-        "delta": mf.delta(base.digest if base is not None else None, b, mf.manifest_of(tree)),
-        "blobs": blobs,
-        "request": RunRequest("echo hi", {}, 5.0, "s"),
-        "env_digest": env,
-    }
+) -> bytes:
+    return wire.encode_request(_request(tree, base, blobs, env))
+
+
+def _answer(service: SampleService, payload: bytes) -> wire.Answer:
+    """The service's answer, through the wire both ways as the client reads it."""
+    return wire.decode_answer(service.serve(payload))
 
 
 def test_service_asks_for_what_it_lacks_and_runs_the_exact_tree() -> None:
@@ -117,39 +130,40 @@ def test_service_asks_for_what_it_lacks_and_runs_the_exact_tree() -> None:
     tree = _tree(5)
     blobs = mf.blobs_of(tree)
     first = next(iter(blobs))
-    answer = service.serve(_payload(tree, None, {first: blobs[first]}))
-    assert answer["status"] == "need" and not answer["base"]
-    assert answer["blobs"] == sorted(set(blobs) - {first})
+    answer = _answer(service, _payload(tree, None, {first: blobs[first]}))
+    assert answer.status == "need" and not answer.base
+    assert list(answer.blobs) == sorted(set(blobs) - {first})
     assert rec.trees == []
-    answer = service.serve(_payload(tree, None, blobs))
-    assert answer["status"] == "ok" and answer["outcome"].exit_code == 3
+    answer = _answer(service, _payload(tree, None, blobs))
+    assert answer.status == "ok" and answer.outcome is not None
+    assert (answer.outcome.exit_code, answer.outcome.stdout) == (3, b"echo hi")
     assert rec.trees[-1].digest == tree.digest
     # A deletion needs nothing more: the anchor and every blob are cached.
     smaller = tree.without(["d/f1.txt"])
-    answer = service.serve(_payload(smaller, tree, {}))
-    assert answer["status"] == "ok" and rec.trees[-1].digest == smaller.digest
+    answer = _answer(service, _payload(smaller, tree, {}))
+    assert answer.status == "ok" and rec.trees[-1].digest == smaller.digest
 
 
 def test_service_without_the_anchor_asks_for_it() -> None:
     service, _ = _service()
     tree = _tree(3)
-    answer = service.serve(_payload(tree.without(["d/f0.txt"]), tree, {}))
-    assert answer == {"worker": "", "status": "need", "base": True, "blobs": []}
+    answer = _answer(service, _payload(tree.without(["d/f0.txt"]), tree, {}))
+    assert answer == wire.Answer("", "need", base=True)
 
 
 def test_service_refuses_another_environment_and_a_bad_delta() -> None:
     service, rec = _service()
     tree = _tree(2)
-    answer = service.serve(_payload(tree, None, mf.blobs_of(tree), env="0" * 64))
-    assert answer["status"] == "refused" and answer["env"]["sample_isolation"] == "supervisor"
+    answer = _answer(service, _payload(tree, None, mf.blobs_of(tree), env="0" * 64))
+    assert answer.status == "refused" and answer.env["sample_isolation"] == "supervisor"
     own = environment_digest(describe_environment(rec.describe()))
-    assert service.serve(_payload(tree, None, mf.blobs_of(tree), env=own))["status"] == "ok"
-    bad = _payload(tree, None, mf.blobs_of(tree))
-    bad["digest"] = "f" * 64
-    assert service.serve(bad)["status"] == "error"
-    bad = _payload(tree, None, mf.blobs_of(tree))
-    bad["protocol"] = PROTOCOL + 1
-    assert service.serve(bad)["error"] == "protocol mismatch"
+    assert _answer(service, _payload(tree, None, mf.blobs_of(tree), env=own)).status == "ok"
+    bad = _request(tree, None, mf.blobs_of(tree))
+    bad = wire.SampleRequest("f" * 64, bad.delta, bad.blobs, bad.request, None)
+    assert _answer(service, wire.encode_request(bad)).error == "rebuilt tree has another digest"
+    other = wire.pack({"protocol": PROTOCOL + 1})
+    assert "protocol" in _answer(service, other).error
+    assert "not a ReproMin message" in _answer(service, pickle.dumps({"x": 1})).error
 
 
 def test_environment_differences_name_each_field() -> None:
@@ -160,3 +174,78 @@ def test_environment_differences_name_each_field() -> None:
         "python: CPython 3.11.9 != CPython 3.12.1",
     ]
     assert environment_digest(a) != environment_digest(b)
+
+
+@settings(max_examples=100, deadline=None)
+@given(trees, trees)
+def test_requests_cross_the_wire_unchanged(base: Tree, target: Tree) -> None:
+    sent = _request(target, base, mf.blobs_of(target), env="a" * 64)
+    got = wire.decode_request(wire.encode_request(sent))
+    assert got == sent
+    rebuilt = mf.build_tree(mf.apply(mf.manifest_of(base), got.delta), got.blobs)
+    assert rebuilt.digest == target.digest
+
+
+def _ok(**outcome: Any) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "exit_code": 1,
+        "duration": 0.5,
+        "timed_out": False,
+        "resource_exhausted": False,
+        "signal": None,
+        "workdir": "/w",
+        "infrastructure_error": None,
+        "extra": {"docker_container": "abc"},
+        "cpu_seconds": None,
+    }
+    fields.update(outcome)
+    return {"protocol": PROTOCOL, "worker": "tcp://w:1", "status": "ok", "outcome": fields}
+
+
+def test_answers_are_checked_field_by_field() -> None:
+    out = Outcome(exit_code=-9, stdout=b"o\xff", stderr=b"e", signal=9, cpu_seconds=0.25)
+    sent = wire.Answer("tcp://w:1", "ok", outcome=out)
+    assert wire.decode_answer(wire.encode_answer(sent)) == sent
+    # An honest worker's oversized fields are cut, never refused.
+    big = Outcome(None, b"x" * (wire.STREAM_LIMIT + 1), infrastructure_error="e" * 10_000)
+    got = wire.decode_answer(wire.encode_answer(wire.Answer("w", "ok", outcome=big))).outcome
+    assert got is not None and got.infrastructure_error == "e" * wire.TEXT_LIMIT
+    assert len(got.stdout) <= wire.STREAM_LIMIT and got.stdout.startswith(b"x")
+    assert wire.decode_answer(wire.pack(_ok(), [b"x", b"y"])).outcome == Outcome(
+        1, b"x", b"y", 0.5, workdir="/w", extra={"docker_container": "abc"}
+    )
+    bad: list[object] = [
+        {"status": "ok", "outcome": out},  # an object, not bytes
+        pickle.dumps(sent),
+        wire.pack(_ok(), [b"x"]),
+        wire.pack(_ok(exit_code="1"), [b"", b""]),
+        wire.pack(_ok(exit_code=True), [b"", b""]),
+        wire.pack(_ok(duration=-1), [b"", b""]),
+        wire.pack(_ok(timed_out=1), [b"", b""]),
+        wire.pack(_ok(extra={"x": {"nested": 1}}), [b"", b""]),
+        wire.pack(_ok(), [b"x" * (wire.STREAM_LIMIT + 1), b""]),
+        wire.pack({**_ok(), "status": "pwned"}),
+        wire.pack({"protocol": PROTOCOL, "worker": "w", "status": "need", "base": 1}),
+        wire.pack({"protocol": PROTOCOL, "worker": "w", "status": "refused", "env": {"a": 1}}),
+        wire.pack({**_ok(), "protocol": PROTOCOL - 1}, [b"", b""]),
+        wire.pack(_ok(), [b"", b""]) + b"trailing",
+        wire.pack(_ok(), [b"", b""]).replace(b'"duration":0.5', b'"duration":NaN'),
+    ]
+    for data in bad:
+        with pytest.raises(wire.WireError):
+            wire.decode_answer(data)
+
+
+def test_the_watch_reads_the_schedulers_log_of_the_client() -> None:
+    from repomin.cluster.worker import client_connected
+
+    add = (1.0, {"action": "add-client", "client": "c"})
+    remove = (2.0, {"action": "remove-client", "client": "c"})
+    other = (3.0, {"action": "something-else"})
+    assert client_connected((add,)) is True
+    assert client_connected([list(add), list(other)]) is True  # msgpack may give lists
+    assert client_connected((add, remove)) is False
+    assert client_connected((add, remove, add)) is True
+    assert client_connected(()) is False  # forgotten: gone
+    assert client_connected(None) is None  # no log at all: nothing to decide
+    assert client_connected({"error": "x"}) is None

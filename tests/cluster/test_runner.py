@@ -245,7 +245,7 @@ def test_the_traced_run_comes_back_in_band(
     def no_local_sink(*a: object, **k: object) -> str:
         raise AssertionError("a cluster trace must not use a sink on this machine")
 
-    monkeypatch.setattr(trace.tempfile, "mkdtemp", no_local_sink)
+    monkeypatch.setattr(trace, "make_sink", no_local_sink)
     runner = ClusterRunner(cluster.address, HOST)
     try:
         result = trace.trace_opened_files(runner, _tree(4), "cat pkg/m1.txt >/dev/null", {}, 20)

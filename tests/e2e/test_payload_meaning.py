@@ -174,3 +174,23 @@ def test_namespace_hides_src_and_a_clean_command_is_checked(tmp_path: Path) -> N
     isolation = default.report["execution"]["sample_isolation"]
     expected = "hidden" if isolation == "namespace" else "checked"
     assert default.report["execution"]["source_access"] == expected
+
+
+def test_a_command_that_hides_from_the_tracer_is_named_as_unprovable(tmp_path: Path) -> None:
+    """Supervisor mode: the command reads SRC only when it is not traced (``TracerPid`` 0), so
+    the one traced run sees nothing. The report still says ``checked`` (what one traced run
+    showed), and the user is told that supervisor mode cannot prove SRC was not read."""
+    src = src_reaching_tree(tmp_path)
+    (src / "run.sh").write_text(
+        "if grep -q '^TracerPid:[[:space:]]*0$' /proc/self/status; then\n"
+        f"  cat {src / 'data.txt'}\nelse\n  cat data.txt\nfi\nexit 1\n"
+    )
+    notices: list[str] = []
+
+    class Notices(NullProgress):
+        def notice(self, text: str) -> None:
+            notices.append(text)
+
+    result = app.execute(options(tmp_path, src), Notices(), runner_factory=supervisor)
+    assert result.report["execution"]["source_access"] == "checked"
+    assert any("cannot prove" in n or "can evade" in n for n in notices), notices

@@ -30,6 +30,7 @@ from repomin.report import replay as rp
 from repomin.report.fingerprint import fingerprint
 from repomin.report.validate import validate_report
 from repomin.runners.base import Outcome, RunRequest
+from repomin.runners.docker_limits import ReplaySandbox
 from repomin.tree import Entry, Tree, materialise
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "reports"
@@ -65,6 +66,7 @@ def reduced(tmp_path_factory: pytest.TempPathFactory) -> Reduced:
 
 
 def replay(reduced: Reduced, *args: str, payload: Path | None = None, **env: str) -> Result:
+    """Replay with the recorded name passed from the environment (``--env TOKEN``)."""
     return CliRunner(env={TOKEN: "fixture-value", **env}).invoke(
         cli,
         [
@@ -73,6 +75,8 @@ def replay(reduced: Reduced, *args: str, payload: Path | None = None, **env: str
             str(reduced.report),
             "--payload",
             str(payload or reduced.payload),
+            "--env",
+            TOKEN,
             *args,
         ],
     )
@@ -147,7 +151,9 @@ def test_replay_on_a_hand_fixed_payload(reduced: Reduced, tmp_path: Path) -> Non
     fixed = hand_fixed_copy(reduced, tmp_path / "fixed")
     refused = replay(reduced, "--yes", payload=fixed)
     assert refused.exit_code == 2
-    assert "payload.fingerprint: payload fingerprint mismatch" in refused.stderr
+    # "FATAL" -> "fine" changed the size: refused on the cheap facts, before any hashing
+    assert "payload.counts: size drift" in refused.stderr
+    assert "payload.fingerprint" not in refused.stderr
     assert "--allow-modified" in refused.stderr
     assert "reproduced in" not in refused.output
     result = replay(reduced, "--yes", "--allow-modified", "--runs", "3", payload=fixed)
@@ -175,13 +181,16 @@ def test_replay_of_a_metadata_only_copy_is_content_verified(
 
 @pytest.mark.slow
 def test_replay_needs_the_recorded_environment_names(reduced: Reduced) -> None:
-    result = CliRunner(env={TOKEN: None}).invoke(
-        cli,
-        ["report", "replay", str(reduced.report), "--payload", str(reduced.payload), "--yes"],
-    )
-    assert result.exit_code == 2
-    assert f"environment variable(s) {TOKEN}, which are not set" in result.stderr
-    assert "fixture-value" not in result.output
+    argv = ["report", "replay", str(reduced.report), "--payload", str(reduced.payload), "--yes"]
+    not_passed = CliRunner(env={TOKEN: "fixture-value"}).invoke(cli, argv)
+    assert not_passed.exit_code == 2
+    assert f"environment variable(s) {TOKEN} to its command" in not_passed.stderr
+    assert f"add --env {TOKEN}" in not_passed.stderr
+    assert "reproduced in" not in not_passed.output
+    not_set = CliRunner(env={TOKEN: None}).invoke(cli, [*argv, "--env", TOKEN])
+    assert not_set.exit_code == 2
+    assert f"--env {TOKEN}: not set in the current environment" in not_set.stderr
+    assert "fixture-value" not in not_passed.output + not_set.output
 
 
 @pytest.mark.slow
@@ -219,10 +228,14 @@ def v1() -> dict[str, Any]:
 def test_plan_defaults_come_from_the_report() -> None:
     data = v1()
     ex = data["execution"]
-    plan = rp.plan_replay(data)
+    plan = rp.plan_replay(data, cores=ex["jobs"])
     assert plan.command == data["command"]
     assert plan.runs == ex["final_runs"]
     assert plan.jobs == min(ex["jobs"], ex["final_runs"])
+    assert plan.capped_jobs is None
+    capped = rp.plan_replay(data, runs=8, cores=1)  # never more at once than this machine's cores
+    assert (capped.jobs, capped.capped_jobs) == (1, ex["jobs"])
+    assert rp.plan_replay(data, runs=8, jobs=2, cores=1).jobs == 2  # unless --jobs says so
     assert plan.timeout == ex["timeout_seconds"]
     assert plan.environment_names == (TOKEN,)
     assert plan.contract.spec.match == data["failure_match"]
@@ -240,12 +253,14 @@ def test_plan_rejects_bad_overrides(kwargs: dict[str, Any], message: str) -> Non
         rp.plan_replay(v1(), **kwargs)
 
 
-def test_replay_environment_takes_current_values_and_names_missing() -> None:
+def test_replay_environment_takes_only_what_env_allowed() -> None:
     plan = rp.plan_replay(v1())
-    assert rp.replay_environment(plan, {TOKEN: "x", "OTHER": "y"}) == {TOKEN: "x"}
+    assert rp.replay_environment(plan, {TOKEN: "x"}) == {TOKEN: "x"}
     with pytest.raises(UsageError) as info:
         rp.replay_environment(plan, {})
-    assert TOKEN in info.value.message
+    assert f"--env {TOKEN}" in info.value.message
+    with pytest.raises(UsageError, match="does not record"):
+        rp.replay_environment(plan, {TOKEN: "x", "OTHER": "y"})
 
 
 class FakeRunner:
@@ -376,7 +391,11 @@ class FakeDockerRunner:
         self.closed = True
 
 
-def test_docker_replay_uses_the_recorded_image_and_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_docker_replay_uses_the_recorded_image_and_its_own_boundary(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The image is the report's (its immutable ID); the boundary never is: ReproMin's
+    defaults, or the replay's own options. (The real engine: tests/docker/test_replay_boundary.)"""
     module = ModuleType("repomin.runners.docker")
     module.DockerRunner = FakeDockerRunner  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "repomin.runners.docker", module)
@@ -387,11 +406,11 @@ def test_docker_replay_uses_the_recorded_image_and_policy(monkeypatch: pytest.Mo
         backend="docker",
         docker_image="repomin-test/busybox:1",
         docker_image_id=image,
-        docker_network="none",
-        docker_memory="256m",
+        docker_network="bridge",
+        docker_memory=None,
         docker_cpus=1.5,
-        docker_pids_limit=64,
-        docker_user="65534:65534",
+        docker_pids_limit=None,
+        docker_user="65534:0",
         docker_strategy="container-per-sample",
     )
     assert validate_report(data).valid
@@ -400,9 +419,18 @@ def test_docker_replay_uses_the_recorded_image_and_policy(monkeypatch: pytest.Mo
     (kwargs,) = FakeDockerRunner.made
     assert kwargs["image"] == image  # the immutable ID, never the mutable reference
     assert kwargs["pull"] is False
-    assert (kwargs["network"], kwargs["memory"], kwargs["cpus"]) == ("none", "256m", 1.5)
-    assert (kwargs["pids_limit"], kwargs["user"]) == (64, "65534:65534")
-    assert kwargs["fresh_container"] is True
+    assert (kwargs["network"], kwargs["memory"], kwargs["cpus"]) == ("none", None, None)
+    assert (kwargs["pids_limit"], kwargs["user"]) == (None, None)  # None: ReproMin's default
+    assert kwargs["fresh_container"] is False
+    FakeDockerRunner.made = []
+    box = ReplaySandbox(network="bridge", pids_limit="none", fresh_container=True)
+    rp.make_runner(rp.plan_replay(data, jobs=1, sandbox=box))
+    (kwargs,) = FakeDockerRunner.made
+    assert (kwargs["network"], kwargs["pids_limit"], kwargs["fresh_container"]) == (
+        "bridge",
+        "none",
+        True,
+    )
     FakeDockerRunner.resolves_to = "sha256:" + "cd" * 32
     try:
         with pytest.raises(ReportError, match="refusing to replay on a different image"):

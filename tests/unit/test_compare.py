@@ -443,3 +443,17 @@ def test_cli_refuses_bad_labels(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["report", "compare", str(a), str(a), "--label", "x y"])
     assert result.exit_code == 2
     assert "label" in result.output
+
+
+def test_salted_environment_digests_compare_by_names_only() -> None:
+    """Two reports with the same names and salted digests (which always differ) are not an
+    environment change; a different name still is."""
+    first, second = base(), base()
+    for report, salt in ((first, "aa"), (second, "bb")):
+        ex = report["execution"]
+        ex["environment_digest_scheme"] = "repomin-env-scrypt-v2"
+        ex["environment_digest_salt"] = salt * 16
+        ex["environment_sha256"] = salt[0] * 64
+    assert "environment_changed" not in codes(build_comparison([first, second]))
+    second["execution"]["environment_names"] = ["OTHER"]
+    assert "environment_changed" in codes(build_comparison([first, second]))

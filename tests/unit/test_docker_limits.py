@@ -17,8 +17,11 @@ from repomin.runners.docker_limits import (
     MIB,
     PAGE,
     RECORDED_SETTINGS,
+    ReplaySandbox,
     check_fits,
     default_memory,
+    describe_recorded,
+    describe_replay_sandbox,
     parse_limits,
     replay_settings,
 )
@@ -80,26 +83,53 @@ def test_bad_limits_name_the_value_and_the_fix(kwargs: dict[str, object], messag
         parse_limits(**kwargs)  # type: ignore[arg-type]
 
 
-def test_replay_rebuilds_the_recorded_boundary_never_todays_defaults() -> None:
-    recorded = parse_limits(memory="none", pids_limit=64, tmp_size="none").describe()
-    recorded["docker_strategy"] = "exec-per-sample"
-    settings = replay_settings({k: v for k, v in recorded.items() if k in RECORDED_SETTINGS})
-    assert settings["memory"] == "none"  # recorded null: no limit, not the 2 GiB default
-    assert settings["pids_limit"] == 64
-    assert (settings["tmp_size"], settings["work_size"]) == ("none", "1g")
-    assert (settings["strategy"], settings["fresh_container"]) == ("exec", False)
+def test_replay_settings_are_the_defaults_never_a_reports() -> None:
+    """Replay's boundary is ReproMin's defaults (``None`` below: the runner's default), not what
+    a report recorded: the report is its sender's to write."""
+    settings = replay_settings(ReplaySandbox())
+    assert settings["network"] == "none"
+    assert {settings[k] for k in ("memory", "pids_limit", "tmp_size", "work_size", "user")} == {
+        None
+    }
+    assert (settings["strategy"], settings["fresh_container"]) == (None, False)
     again = parse_limits(
         **{k: settings[k] for k in ("memory", "pids_limit", "tmp_size", "work_size", "user")}
-    ).describe()
-    for key in ("docker_memory", "docker_pids_limit", "docker_tmp_size", "docker_work_size"):
-        assert again[key] == recorded[key], key
+    )
+    assert again.defaults == ALL_DEFAULTS and again.user == "65534:65534"
+    assert "docker_network" in RECORDED_SETTINGS  # shown to the user, never used
 
 
-def test_a_report_older_than_the_defaults_replays_without_limits() -> None:
-    old = {"docker_network": "none", "docker_memory": None, "docker_pids_limit": None}
-    settings = replay_settings(old | {"docker_strategy": "container-per-sample"})
-    assert settings["fresh_container"] is True and settings["strategy"] is None
-    assert {settings[k] for k in ("memory", "pids_limit", "tmp_size", "work_size")} == {"none"}
+def test_replay_settings_take_the_replays_own_options() -> None:
+    box = ReplaySandbox(network="bridge", memory="none", pids_limit="64", user="4242:4343")
+    settings = replay_settings(box)
+    assert (settings["network"], settings["memory"], settings["pids_limit"]) == (
+        "bridge",
+        "none",
+        "64",
+    )
+    assert settings["user"] == "4242:4343"
+    assert box.given() == ["--network", "--memory", "--pids-limit", "--user"]
+
+
+@pytest.mark.parametrize(
+    ("user", "message"),
+    [("65534:0", "group 0"), ("0", "root"), ("0:65534", "root"), ("x", "numeric")],
+)
+def test_replay_refuses_roots_uid_and_gid(user: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        replay_settings(ReplaySandbox(user=user))
+
+
+def test_the_replay_boundary_says_where_each_value_comes_from() -> None:
+    lines = describe_replay_sandbox(ReplaySandbox(pids_limit="none", tmp_size="2g"))
+    assert "network none (default)" in lines
+    assert "processes no limit (--pids-limit)" in lines
+    assert "/tmp 2g tmpfs (--tmp-size)" in lines
+    assert "user 65534:65534 (default)" in lines
+    recorded = describe_recorded(
+        {"docker_network": "bridge", "docker_memory": None, "docker_user": "65534:0"}
+    )
+    assert recorded == "network bridge, memory no limit, user 65534:0 (root's group)"
 
 
 def _reduce(tmp_path: Path, *extra: str) -> tuple[int, str]:

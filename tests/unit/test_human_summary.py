@@ -122,7 +122,7 @@ def test_terminal_summary_paths_absolute_and_consistent(tmp_path: Path, monkeypa
     assert f"repomin: report:  {tmp_path / 'out.repomin' / 'report.json'}" in lines
     assert (
         f"repomin: replay:  repomin report replay {tmp_path}/out.repomin/report.json "
-        f"--payload {tmp_path}/out --yes"
+        f"--payload {tmp_path}/out --env REPOMIN_FIXTURE_TOKEN --yes"
     ) in lines
     assert "  f19.txt  81 B" in lines and "f20.txt" not in text
     assert "  ... and 5 more files (390 B)" in lines
@@ -170,3 +170,12 @@ def test_no_slippage_no_warning_and_keep_rate_line(tmp_path: Path) -> None:
         "rate significantly above the baseline's"
     ) in lines
     assert "## Slippage" in render_repomin_md(rep, "out", [])
+
+
+def test_printed_replay_commands_name_every_recorded_environment_variable() -> None:
+    """Replay gives a recorded name a value only when ``--env NAME`` is passed, so the command
+    the summary prints passes each one (else it would exit 2)."""
+    rep = report()
+    rep["execution"]["environment_names"] = ["API_TOKEN", "MODE"]
+    md = render_repomin_md(rep, "out", [])
+    assert "--env API_TOKEN --env MODE --yes" in md

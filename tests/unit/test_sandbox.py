@@ -122,9 +122,9 @@ def test_reaping_kills_recorded_groups_of_dead_runs(tmp_path: Path) -> None:
     dead = subprocess.Popen(["true"])
     dead.wait()  # a PID that is no longer running
     stale = tmp_path / f"repomin-{dead.pid}-old"
-    stale.mkdir()
+    stale.mkdir(mode=0o700)
     (stale / "owner").write_text(f"{dead.pid} 1\n")
-    (stale / "live").mkdir()
+    (stale / "live").mkdir(mode=0o700)
     token = f"repomin-test-leftover-{os.getpid()}"
     left = subprocess.Popen(
         ["/bin/sh", "-c", f": {token}; sleep 60 & sleep 60"], start_new_session=True
@@ -145,7 +145,7 @@ def test_reaping_kills_recorded_groups_of_dead_runs(tmp_path: Path) -> None:
 
 def test_live_runs_are_not_reaped(tmp_path: Path) -> None:
     mine = tmp_path / f"repomin-{os.getppid()}-live"
-    mine.mkdir()
+    mine.mkdir(mode=0o700)
     sandbox.write_owner(mine)  # owner: this (live) process, under its parent's PID name
     (mine / "owner").write_text(f"{os.getpid()} {sandbox.start_time(os.getpid())}\n")
     reap_stale(tmp_path)

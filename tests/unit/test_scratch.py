@@ -15,6 +15,7 @@ from repomin.runners.scratch import (
     OWNER_FILE,
     make_scratch,
     owner_record,
+    private_root,
     reap_stale_scratch,
 )
 
@@ -27,7 +28,8 @@ def dead_pid() -> int:
 
 def docker_dir(parent: Path, name: str, owner: dict[str, str] | None) -> Path:
     path = parent / f"{DOCKER_PREFIX}{name}"
-    (path / "w1").mkdir(parents=True)
+    path.mkdir(mode=0o700)
+    (path / "w1").mkdir()
     (path / "w1" / "tree.txt").write_text("the last tree")
     if owner is not None:
         (path / OWNER_FILE).write_text(json.dumps(owner))
@@ -36,9 +38,9 @@ def docker_dir(parent: Path, name: str, owner: dict[str, str] | None) -> Path:
 
 def host_dir(parent: Path, pid: int) -> Path:
     path = parent / f"repomin-{pid}-abc"
-    path.mkdir()
+    path.mkdir(mode=0o700)
     (path / "owner").write_text(f"{pid} 0\n")
-    (path / "live").mkdir()
+    (path / "live").mkdir(mode=0o700)
     return path
 
 
@@ -79,7 +81,8 @@ def test_host_dirs_are_reaped_with_their_leftover_processes(tmp_path: Path) -> N
 
 
 def test_the_host_runner_reaps_what_a_dead_docker_run_left(tmp_path: Path) -> None:
-    dead = docker_dir(tmp_path, "dead", {"host": socket.gethostname(), "pid": str(dead_pid())})
+    root = private_root(tmp_path)
+    dead = docker_dir(root, "dead", {"host": socket.gethostname(), "pid": str(dead_pid())})
     runner = HostRunner(base_dir=tmp_path)
     try:
         assert not dead.exists()
@@ -89,6 +92,7 @@ def test_the_host_runner_reaps_what_a_dead_docker_run_left(tmp_path: Path) -> No
 
 def test_make_scratch_records_this_process(tmp_path: Path) -> None:
     path = make_scratch(DOCKER_PREFIX, tmp_path)
+    assert path.parent == private_root(tmp_path)
     assert json.loads((path / OWNER_FILE).read_text()) == owner_record()
-    assert reap_stale_scratch([tmp_path]) == 0
+    assert reap_stale_scratch([path.parent]) == 0
     assert path.exists()

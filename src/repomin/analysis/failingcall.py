@@ -42,7 +42,6 @@ import os
 import re
 import shlex
 import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,11 +49,13 @@ from typing import Any
 
 from repomin.analysis.loadframes import in_tree
 from repomin.runners.base import TRACE_SAMPLE_ID, Runner, RunRequest
-from repomin.runners.sandbox import reap_stale
+from repomin.runners.scratch import make_sink, read_regular
 from repomin.tree import Tree
 
 log = logging.getLogger(__name__)
 
+#: Most bytes of the capture's record that are read.
+CALLS_LIMIT = 16 * 1024 * 1024
 #: The preload, shipped beside this module.
 PRELOAD = Path(__file__).with_name("failingcall.js")
 #: The capture run may take this many times the configured timeout (the inspector slows it).
@@ -168,8 +169,7 @@ def capture_calls(
     first (none when it cannot be captured; see the module docstring)."""
     if runner.backend != "host" or runner.describe().get("dispatch_engine") is not None:
         return []
-    reap_stale(Path(tempfile.gettempdir()), "repomin-carve-")
-    sink = tempfile.mkdtemp(prefix=f"repomin-carve-{os.getpid()}-")
+    sink = str(make_sink("repomin-carve-"))
     try:
         shutil.copy2(PRELOAD, Path(sink) / PRELOAD.name)
         request = RunRequest(
@@ -181,7 +181,9 @@ def capture_calls(
             log.warning("carve: the capture run failed: %s", exc)
             return []
         try:
-            record = json.loads((Path(sink) / "calls.json").read_text("utf-8"))
+            # The sample wrote it: no links, no FIFOs, bounded.
+            raw = read_regular(Path(sink) / "calls.json", CALLS_LIMIT)
+            record = json.loads((raw or b"").decode("utf-8"))
         except (OSError, ValueError):
             return []
         return calls_of(record, outcome.workdir, tree)

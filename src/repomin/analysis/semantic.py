@@ -10,10 +10,16 @@ the tree's paths and sizes, and the text of the files asked about -- never comma
 environment values. The API key is read from ``$REPOMIN_SEMANTIC_API_KEY`` at start-up, sent
 only as an ``Authorization: Bearer`` header, and never logged or written to the report; the
 recorded endpoint has no query string, and URLs with credentials in them are refused.
+
+The key goes to the endpoint's own origin only: redirects are never followed (a 3xx answer is
+logged and skipped, like any HTTP error), a key with plain ``http://`` is refused unless the
+host is loopback (``localhost``, ``127.0.0.0/8``, ``::1``), and requests to a loopback endpoint
+never go through a proxy from the environment (``http_proxy``), which would see them in clear.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import os
@@ -70,6 +76,17 @@ class SemanticConfig:
             raise UsageError("--semantic-model must name a model, e.g. --semantic-model qwen2.5")
         if not self.timeout > 0:
             raise UsageError(f"--semantic-timeout {self.timeout} must be positive (seconds)")
+        self.check_key(os.environ.get(API_KEY_ENV))
+
+    def check_key(self, key: str | None) -> None:
+        """Refuse to send ``key`` in clear: with ``http://`` only to a loopback host."""
+        parts = urllib.parse.urlsplit(self.endpoint)
+        if key and parts.scheme == "http" and not is_loopback(parts.hostname or ""):
+            raise UsageError(
+                f"--semantic-endpoint {self.recorded_endpoint!r} is plain http to a host that "
+                f"is not loopback, and ${API_KEY_ENV} is set: the key would cross the network "
+                "unencrypted; use https:// (or unset the key for an endpoint without one)"
+            )
 
     @property
     def url(self) -> str:
@@ -104,11 +121,52 @@ def no_provenance() -> dict[str, Any]:
     }
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a URL's host name, IPv6 without brackets) names this machine's loopback
+    interface without asking a resolver beyond ``localhost``: ``localhost``, ``127.0.0.0/8``,
+    ``::1`` (also IPv4-mapped)."""
+    name = host.rstrip(".").lower()
+    if name == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is an error: following it would send the request (and the key) elsewhere."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        raise urllib.error.HTTPError(
+            req.full_url,
+            code,
+            f"{msg}: redirects are not followed; give the final URL as --semantic-endpoint",
+            headers,
+            fp,
+        )
+
+
 Transport = Callable[[urllib.request.Request, float], bytes]
 
 
 def _urlopen(request: urllib.request.Request, timeout: float) -> bytes:
-    with urllib.request.urlopen(request, timeout=timeout) as response:
+    handlers: list[urllib.request.BaseHandler] = [_NoRedirect()]
+    if is_loopback(urllib.parse.urlsplit(request.full_url).hostname or ""):
+        handlers.append(urllib.request.ProxyHandler({}))  # a proxy cannot reach our loopback
+    opener = urllib.request.build_opener(*handlers)
+    with opener.open(request, timeout=timeout) as response:
         body: bytes = response.read(MAX_RESPONSE_BYTES + 1)
     if len(body) > MAX_RESPONSE_BYTES:
         raise ValueError(f"response larger than {MAX_RESPONSE_BYTES} bytes")
@@ -127,6 +185,7 @@ class SemanticClient:
     ) -> None:
         self.config = config
         self._api_key = environ.get(API_KEY_ENV) or None
+        config.check_key(self._api_key)
         self._transport = transport
         self.requests = 0
         self.failures = 0

@@ -7,8 +7,10 @@ namespace, SRC is an empty directory inside every sample (``hidden``); a contain
 it either. Where no namespace can be made (the ``supervisor`` fallback), the traced run's
 strace log is searched for the first system call whose path lies under SRC
 (``trace.first_access_under``): such an access stops the reduction with exit 2 naming the path,
-unless ``--allow-src-access`` (then ``allowed`` and the path are recorded). Without an strace
-log nothing can be checked (``unchecked``, and a notice says so).
+unless ``--allow-src-access`` (then ``allowed`` and the path are recorded). ``checked`` is one
+traced run's word: a command that looks for its tracer (``TracerPid``) and reads SRC only when
+untraced evades it, so a notice says that supervisor mode cannot prove SRC was not read.
+Without an strace log nothing can be checked (``unchecked``, and a notice says so).
 
 The states are the report's ``execution.source_access``; ``execution.source_access_path`` is
 the first path reached (or null).
@@ -77,6 +79,12 @@ def judge(
             "bubblewrap, or rerun with --allow-src-access to proceed anyway (recorded)"
         )
     if trace.method == "strace":
+        notice(
+            "samples can see SRC here (supervisor mode, no namespace): one traced run showed no "
+            "access under it, which a command that behaves differently when traced can evade; "
+            "supervisor mode contains accidents, not attacks: for a tree you do not trust use "
+            "--isolation namespace (bubblewrap) or --backend docker"
+        )
         return SourceAccess("checked")
     notice(
         f"samples can see SRC at {os.path.abspath(src)} (no mount namespace) and no strace log "

@@ -42,7 +42,6 @@ import re
 import secrets
 import shlex
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,7 +49,7 @@ from pathlib import Path
 
 from repomin.analysis.v8coverage import COVERAGE_DIR, FileCoverage, read_coverage
 from repomin.runners.base import TRACE_SAMPLE_ID, Outcome, Runner, RunRequest
-from repomin.runners.sandbox import reap_stale
+from repomin.runners.scratch import make_sink, read_regular
 from repomin.tree import Tree
 
 log = logging.getLogger(__name__)
@@ -62,6 +61,8 @@ TRACE_METHODS = ("strace", "atime", "unavailable", "disabled")
 TIMEOUT_FACTOR = 3.0
 
 _TRUNCATION = b"[... repomin: output truncated ...]"
+#: Most bytes read from one file of a host trace sink (a larger log is cut, never trusted whole).
+SINK_LIMIT = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,9 +225,7 @@ def _make_sink(runner: Runner, in_band: bool | None) -> str | None:
     # A cluster worker's host runner writes on its own machine: the log comes back in band.
     remote = runner.describe().get("dispatch_engine") is not None
     band = (runner.backend != "host" or remote) if in_band is None else in_band
-    if not band:
-        reap_stale(Path(tempfile.gettempdir()), "repomin-trace-")
-    return None if band else tempfile.mkdtemp(prefix=f"repomin-trace-{os.getpid()}-")
+    return None if band else str(make_sink("repomin-trace-"))
 
 
 def _run_traced(
@@ -308,10 +307,10 @@ def _roots(files: Mapping[str, bytes] | None, workdir: str | None) -> list[str]:
 def _read_sink(sink: Path) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
     for name in ("method", "root", "home", "log"):
-        try:
-            out[name] = (sink / name).read_bytes()
-        except OSError:
-            continue
+        # The sample wrote these: a symlink or FIFO reads as missing, a huge log is cut.
+        data = read_regular(sink / name, SINK_LIMIT)
+        if data is not None:
+            out[name] = data
     return out
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from repomin.runners.scratch import read_regular
 from repomin.tree import Tree
 
 #: The directory (inside the traced run's private log directory) Node writes coverage to.
@@ -60,11 +61,12 @@ def read_coverage(
         return None
     seen: dict[str, list[set[tuple[int, int, bool]]]] = {}
     for name in names:
+        data = read_regular(name, MAX_FILE_BYTES + 1)  # the sample wrote it: no links, no FIFOs
+        if data is None or len(data) > MAX_FILE_BYTES:
+            continue
         try:
-            if name.stat().st_size > MAX_FILE_BYTES:
-                continue
-            document = json.loads(name.read_bytes())
-        except (OSError, ValueError, RecursionError):
+            document = json.loads(data)
+        except (ValueError, RecursionError):
             continue
         scripts = document.get("result") if isinstance(document, dict) else None
         for path, never in _scripts(scripts if isinstance(scripts, list) else [], roots, tree):

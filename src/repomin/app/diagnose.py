@@ -5,7 +5,8 @@
   signature) and the last lines of its output, bounded and escaped so that nothing the command
   printed can drive the terminal. :class:`BaselineWatch` is an ``Oracle.on_sample`` hook that
   shows the first such baseline run at once (not after all baseline runs) and keeps a one-line
-  :attr:`BaselineWatch.note` for the final error.
+  :attr:`BaselineWatch.note` for the final error. A run that ends while ReproMin is stopping
+  (Ctrl-C, SIGTERM: ReproMin killed it) is never diagnosed.
 * :func:`check_ignored` runs the command once on the *unfiltered* tree when the baseline did
   not reproduce and the selection ignored something: if that run reproduces, the ignored paths
   are needed, and it raises :class:`UsageError` (exit 2) naming them with file counts per rule
@@ -156,13 +157,19 @@ def brief_run(contract: FailureContract, outcome: Outcome) -> str:
 
 
 class BaselineWatch:
-    """``Oracle.on_sample`` hook for the baseline: report the first non-reproducing run once."""
+    """``Oracle.on_sample`` hook for the baseline: report the first non-reproducing run once.
+    ``stopping``: whether ReproMin is stopping -- then a run is not judged (its samples are
+    killed by ReproMin itself, so "killed by SIGKILL" would be a false diagnosis)."""
 
     def __init__(
-        self, contract: Callable[[], FailureContract], notify: Callable[[str], None]
+        self,
+        contract: Callable[[], FailureContract],
+        notify: Callable[[str], None],
+        stopping: Callable[[], bool] = lambda: False,
     ) -> None:
         self._contract = contract
         self._notify = notify
+        self._stopping = stopping
         self._lock = threading.Lock()
         self.runs = 0
         self.reproduced = 0
@@ -170,6 +177,8 @@ class BaselineWatch:
         self.note: str | None = None
 
     def __call__(self, outcome: Outcome) -> None:
+        if self._stopping():  # checked first: the stop flag is set before samples are killed
+            return
         contract = self._contract()
         ok = provisionally_reproduces(contract, outcome)
         with self._lock:
@@ -289,17 +298,26 @@ def check_ignored(
 
 
 def watched_baseline(
-    oracle: Oracle, source: Tree, selection: Selection, src: Path, progress: Progress
+    oracle: Oracle,
+    source: Tree,
+    selection: Selection,
+    src: Path,
+    progress: Progress,
+    stopping: Callable[[], bool] = lambda: False,
 ) -> Baseline:
     """``oracle.run_baseline`` with a :class:`BaselineWatch` on ``on_baseline_run`` (the first
     failing run is a notice at once). On :class:`BaselineError` the error gets the watch's note
-    and :func:`check_ignored`'s (which raises exit 2 itself when ignored files are needed)."""
-    watch = BaselineWatch(lambda: oracle.contract, progress.notice)
+    and :func:`check_ignored`'s (which raises exit 2 itself when ignored files are needed).
+    While ``stopping`` nothing is diagnosed and the error is passed on as it is (the caller
+    turns it into "interrupted")."""
+    watch = BaselineWatch(lambda: oracle.contract, progress.notice, stopping)
     hooks = oracle.hooks
     oracle.attach(replace(hooks, on_baseline_run=lambda _i, outcome, _m: watch(outcome)))
     try:
         return oracle.run_baseline(source)
     except BaselineError as exc:
+        if stopping():
+            raise
 
         def run_once(tree: Tree) -> Outcome:
             progress.stage("ignore check (unfiltered tree)", 1)

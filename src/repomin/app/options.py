@@ -55,6 +55,10 @@ class ReduceOptions:
     semantic: SemanticConfig | None = None
     #: ``--keep-rate``: reject candidates whose rate is significantly above the baseline's.
     keep_rate: bool = False
+    #: ``--isolation``: the host runner's sample boundary (``auto``: the namespace when bwrap
+    #: works here, else the supervisor; ``namespace``: required, exit 2 when it cannot be made).
+    #: Not part of the session configuration: the report records what was used.
+    isolation: str = "auto"
     #: ``--user-shell-runs``: runs of the payload in the user's own shell before export (0:
     #: skipped; not part of the session configuration).
     user_shell_runs: int = 3

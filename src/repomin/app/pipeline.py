@@ -44,7 +44,7 @@ from repomin.sampling.holdout import not_requested, run_holdout
 from repomin.sampling.oracle import Oracle, StopSearch
 from repomin.sampling.rate_guard import CurrentPass, KeepRate, slippage_record
 from repomin.sampling.timeouts import AdaptiveTimeoutRunner
-from repomin.sampling.verdict import Baseline
+from repomin.sampling.verdict import Baseline, Verdict
 from repomin.search.prefetch import FinalPrefetch
 from repomin.search.reducer import Mutation, Reduction, ReductionResult, run_passes
 from repomin.tree import Tree
@@ -136,7 +136,7 @@ def baseline_stage(ctx: Context, selected: Selected, session: Session | None) ->
         ctx.ledger.mark_partial()
         rx.session_event(ctx.ledger, len(session.journal()), len(oracle.cache), history[-1])
     if session is not None:
-        hooks = replace(oracle.hooks, on_verdict=session.record_verdict)
+        hooks = replace(oracle.hooks, on_verdict=_persisted(ctx, session))
         oracle.attach(replace(hooks, on_policy=session.save_policy))
     ctx.progress.message(
         f"baseline {baseline.passes}/{baseline.runs}, lower bound {baseline.lower:.3f}; "
@@ -144,6 +144,17 @@ def baseline_stage(ctx: Context, selected: Selected, session: Session | None) ->
     )
     _show_identity(ctx)
     return Baselined(baseline, session, history[-1], history)
+
+
+def _persisted(ctx: Context, session: Session) -> Callable[[str, Verdict], None]:
+    """The session's verdict hook. A verdict decided once ReproMin is stopping is not kept:
+    its last runs may be samples ReproMin killed itself (a resume decides that tree again)."""
+
+    def record(digest: str, verdict: Verdict) -> None:
+        if not ctx.stop.is_set():
+            session.record_verdict(digest, verdict)
+
+    return record
 
 
 def _show_identity(ctx: Context) -> None:
@@ -165,7 +176,12 @@ def _run_baseline(ctx: Context, selected: Selected, session: Session | None) -> 
     )
     try:
         baseline = watched_baseline(
-            ctx.oracle, selected.source, selected.selection, ctx.options.src, ctx.progress
+            ctx.oracle,
+            selected.source,
+            selected.selection,
+            ctx.options.src,
+            ctx.progress,
+            stopping=ctx.stop.is_set,
         )
     except StopSearch:
         raise Interrupted(interrupted) from None

@@ -26,8 +26,8 @@ from typing import Any
 from repomin.analysis.source_access import SourceAccess, judge, source_visible
 from repomin.analysis.trace import TraceResult
 from repomin.app import pipeline as stage
-from repomin.app.export import sidecar_dir
-from repomin.app.gate import search_and_validate
+from repomin.app.export import sidecar_dir, write_sidecar
+from repomin.app.gate import search_and_validate, stopped_before_export
 from repomin.app.options import STRATEGY_VERSION, ReduceOptions, parse_env, plan_schedule
 from repomin.app.progress import NullProgress, ObservedRunner, Progress
 from repomin.app.session import Session, default_session_dir
@@ -35,7 +35,7 @@ from repomin.cluster.wiring import cluster_threads
 from repomin.errors import Interrupted, UsageError
 from repomin.failure.contract import FailureContract
 from repomin.report.human import files_of_tree, render_repomin_md
-from repomin.report.io import write_json_atomic, write_text_atomic
+from repomin.report.picture import render_pictures
 from repomin.runners.base import Outcome, Runner
 from repomin.runners.host import HostRunner
 from repomin.sampling.accounting import Ledger
@@ -78,7 +78,7 @@ def default_runner_factory(options: ReduceOptions) -> Runner:
         session = options.session_dir or default_session_dir(options.output)
         hide = (options.output, sidecar_dir(options.output), session)
         inner = (
-            wiring.host_spec(hide, options.src)
+            wiring.host_spec(hide, options.src, options.isolation)
             if options.backend == "host"
             else wiring.docker_spec(options.backend_options)
         )
@@ -87,7 +87,7 @@ def default_runner_factory(options: ReduceOptions) -> Runner:
         # Samples must not reach SRC, OUTPUT or the session at their paths (issue 18).
         session = options.session_dir or default_session_dir(options.output)
         hide = (options.output, sidecar_dir(options.output), session)
-        return HostRunner(source=options.src, hide=hide)
+        return HostRunner(source=options.src, hide=hide, isolation=options.isolation)
     if options.backend == "docker":
         from repomin.runners.docker import DockerRunner
 
@@ -152,6 +152,7 @@ def execute(
             keep = _keep_rate(ctx, baselined.baseline)
             searched, final = search_and_validate(ctx, baselined, trace, selected.selection.is_kept)
             shell = stage.user_shell_stage(ctx, searched, final, trace)
+            searched = stopped_before_export(ctx, session, searched)
             fp = stage.export_stage(ctx, searched.tree)
             holdout = stage.certify_stage(ctx, searched, fp)
     except BaseException:
@@ -237,12 +238,10 @@ def _baseline_and_trace(
 
 
 def _write_sidecar(options: ReduceOptions, report: dict[str, Any], tree: Tree) -> Path:
-    side = sidecar_dir(options.output.absolute())
-    report_path = side / "report.json"
-    write_json_atomic(report_path, report)
+    """``OUTPUT.repomin/``: never through a symlink (exit 2 if one was planted meanwhile)."""
     notes = render_repomin_md(report, options.output.name, files_of_tree(tree))
-    write_text_atomic(side / "REPOMIN.md", notes)
-    return report_path
+    pictures = {name: svg.encode("utf-8") for name, svg in render_pictures(report).items()}
+    return write_sidecar(options.output, report, notes, pictures)
 
 
 def _keep_rate(ctx: stage.Context, baseline: Baseline) -> KeepRate | None:

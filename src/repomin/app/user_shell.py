@@ -10,6 +10,15 @@ payload (every run in the same directory, as a user reruns it), with the user's 
 (their ``HOME``, their variables, plus the ``--env`` values) and the same timeout, one run after
 another. The failure contract judges each run, exactly as it judges samples.
 
+Outside the sample boundary, but not outside ReproMin's control: each run's process group is led
+by the samples' supervisor (:func:`repomin.runners.sandbox.sample_argv`, without a namespace),
+which kills the group when ReproMin dies, even by SIGKILL (``PR_SET_PDEATHSIG``); an interrupt
+(SIGINT/SIGTERM) kills the running one at once. The payload copy lives in a directory of
+ReproMin's private scratch root named and recorded like a host runner's
+(``repomin-<pid>-your-shell-*``, the owner and the run's process group), so when ReproMin dies the
+next start of either backend kills what is left of the recorded group and removes it
+(:func:`repomin.runners.scratch.reap_stale_scratch`).
+
 The decision (:func:`decide`):
 
 * a payload whose final runs all reproduced (a deterministic failure) must reproduce in every
@@ -42,7 +51,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from repomin.runners import sandbox
 from repomin.runners.base import Outcome
+from repomin.runners.scratch import make_scratch
 from repomin.sampling.stats.bounds import runs_to_see_one
 from repomin.tree import Tree, materialise
 
@@ -60,6 +71,9 @@ OUTPUT_LIMIT = 16 << 20
 
 #: At most this many differences are named.
 MAX_DIFFERENCES = 12
+
+#: Seconds between two looks at the stop flag while a run is waited for.
+STOP_POLL = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,40 +132,97 @@ def user_environment(explicit: Mapping[str, str]) -> dict[str, str]:
     return {**os.environ, **explicit}
 
 
-def run_once(command: str, cwd: Path, env: Mapping[str, str], timeout: float) -> Outcome:
-    """One run of ``command`` as the user types it, killed with its process group on timeout."""
+def run_once(
+    command: str,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float,
+    *,
+    records: Path | None = None,
+    stop: Callable[[], bool] = lambda: False,
+) -> Outcome:
+    """One run of ``command`` as the user types it, killed with its process group on timeout,
+    when ``stop()`` becomes true, and when ReproMin dies (the supervisor's parent-death signal:
+    call this from a thread that outlives the run). ``records``: a directory made by
+    :func:`workdir` where the run's process group is recorded while it runs."""
     started = time.monotonic()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(
-            ["/bin/sh", "-c", command],
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            start_new_session=True,
-        )
-        timed_out = False
+    status_r, status_w = os.pipe()
+    try:
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            argv = sandbox.sample_argv(
+                ["/bin/sh", "-c", command], status_fd=status_w, namespace=False, hidden=()
+            )
+            try:
+                proc = subprocess.Popen(
+                    argv,
+                    cwd=cwd,
+                    env=dict(env),
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    start_new_session=True,
+                    pass_fds=(status_w,),
+                )
+            finally:
+                os.close(status_w)
+            record = sandbox.record_sample(records, proc.pid) if records is not None else None
+            timed_out = False
+            try:
+                timed_out = _wait(proc, timeout, stop)
+            finally:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                if record is not None:
+                    record.unlink(missing_ok=True)
+            out.seek(0)
+            err.seek(0)
+            code = -signal.SIGKILL if timed_out else _status(status_r, proc.returncode)
+            return Outcome(  # as the host runner reports a sample: a signal is a negative code
+                exit_code=code,
+                stdout=out.read(OUTPUT_LIMIT),
+                stderr=err.read(OUTPUT_LIMIT),
+                duration=time.monotonic() - started,
+                timed_out=timed_out,
+                signal=-code if code < 0 else None,
+                workdir=str(cwd),
+            )
+    finally:
+        os.close(status_r)
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout: float, stop: Callable[[], bool]) -> bool:
+    """Wait for the supervisor; True when the timeout came first (or ``stop()`` did)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or stop():
+            return True
         try:
-            proc.wait(timeout)
+            proc.wait(min(left, STOP_POLL))
+            return False
         except subprocess.TimeoutExpired:
-            timed_out = True
-        finally:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        out.seek(0)
-        err.seek(0)
-        code = -signal.SIGKILL if timed_out else proc.returncode
-        return Outcome(  # as the host runner reports a sample: a signal is a negative code
-            exit_code=code,
-            stdout=out.read(OUTPUT_LIMIT),
-            stderr=err.read(OUTPUT_LIMIT),
-            duration=time.monotonic() - started,
-            timed_out=timed_out,
-            signal=-code if code < 0 else None,
-            workdir=str(cwd),
-        )
+            continue
+
+
+def _status(status_r: int, leader: int) -> int:
+    """The command's exit code as the supervisor reported it (a signal is negative), else the
+    supervisor's own (a command that killed its supervisor)."""
+    os.set_blocking(status_r, False)
+    raw = b""
+    with contextlib.suppress(BlockingIOError):
+        raw = os.read(status_r, 64)
+    reported = sandbox.decode_status(raw) if raw else None
+    return reported if reported is not None else leader
+
+
+def workdir() -> Path:
+    """A fresh directory for the payload copy, in ReproMin's private scratch root, recorded so
+    that the next start of ReproMin removes it (and kills what is left of its recorded runs)
+    when this process dies without removing it."""
+    path = make_scratch(f"repomin-{os.getpid()}-your-shell-")
+    sandbox.write_owner(path)
+    return path
 
 
 def differences(
@@ -192,21 +263,23 @@ def check_in_user_shell(
 ) -> ShellCheck:
     """Run the payload ``planned[0]`` times in the user's shell (see the module docstring)."""
     runs, required = planned
-    workdir = Path(tempfile.mkdtemp(prefix="repomin-your-shell-"))
+    directory = workdir()
     outcomes: list[str] = []
     try:
-        payload = workdir / "payload"
+        payload = directory / "payload"
         payload.mkdir()
         materialise(tree, payload)
         for _ in range(runs):
             if stop():
                 break
-            outcome = run_once(command, payload, env, timeout)
+            outcome = run_once(command, payload, env, timeout, records=directory, stop=stop)
+            if stop():
+                break  # killed by the interrupt: not a verdict
             outcomes.append(_describe(outcome, reproduces(outcome)))
             if on_run is not None:
                 on_run()
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(directory, ignore_errors=True)
     done = len(outcomes)
     hits = sum(1 for o in outcomes if o == "reproduced")
     if done < runs:

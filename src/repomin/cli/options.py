@@ -23,6 +23,7 @@ from repomin.cli.cluster_flags import ClusterArgs
 from repomin.cli.typed import arg, flag, opt
 from repomin.errors import UsageError
 from repomin.failure.contract import FailureSpec
+from repomin.runners.extras import require
 
 if TYPE_CHECKING:  # the statistics modules (scipy) load only in to_options: the live display
     from repomin.analysis.semantic import SemanticConfig
@@ -230,6 +231,15 @@ class ReduceArgs(ClusterArgs):
     backend: str = opt(
         "--backend", type=click.Choice(["host", "docker"]), default="host", show_default=True
     )
+    isolation: str = opt(
+        "--isolation",
+        type=click.Choice(["auto", "namespace", "supervisor"]),
+        default="auto",
+        show_default=True,
+        help="Host samples' boundary: namespace (bwrap: SRC and other samples hidden, no "
+        "capabilities; exit 2 when it cannot be made), supervisor (dies with ReproMin; contains "
+        "accidents, not attacks) or auto (namespace when bwrap works).",
+    )
     image: str | None = opt(
         "--image", default=None, help="Docker image reference or ID (--backend docker)."
     )
@@ -332,6 +342,7 @@ def to_options(a: ReduceArgs) -> ReduceOptions:
         schedule=plan_schedule(schedule, trace=not a.no_trace, semantic=semantic is not None),
         backend=a.backend,
         backend_options=_backend_options(a),
+        isolation=_isolation(a),
         holdout=_holdout(a),
         session_dir=a.session_dir,
         resume=a.resume,
@@ -374,8 +385,19 @@ def _holdout(a: ReduceArgs) -> HoldoutConfig | None:
     return HoldoutConfig(a.holdout_runs, a.holdout_min_rate, round(1 - a.holdout_confidence, 12))
 
 
+def _isolation(a: ReduceArgs) -> str:
+    if a.isolation != "auto" and a.backend != "host":
+        raise UsageError(
+            f"--isolation {a.isolation} is for the host runner; Docker samples always run in "
+            "their own container (drop --isolation or use --backend host)"
+        )
+    return str(a.isolation)
+
+
 def _backend_options(a: ReduceArgs) -> dict[str, Any]:
     if a.backend == "docker":
+        if not a.cluster:  # with --cluster the workers run the Docker runner (and need the SDK)
+            require("docker", "docker", "--backend docker")
         return {
             "image": a.image,
             "network": a.network,

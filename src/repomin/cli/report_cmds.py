@@ -2,8 +2,14 @@
 
 Exit codes. validate: 0 valid, 2 invalid (one ``rule: message`` line per problem on stderr).
 replay: 0 the pinned failure reproduced in at least one run, 1 it reproduced in none, 2 refused
-(invalid report, modified payload without ``--allow-modified``, no ``--yes``, missing
-environment names), 3 backend failure, 130 interrupted.
+(invalid report, modified payload without ``--allow-modified``, no ``--yes``, a recorded
+environment name not passed with ``--env``, a bad boundary option), 3 backend failure, 130
+interrupted.
+
+Replay prints the whole boundary before ``--yes`` is checked: the backend and the image, the
+network, every limit, the user and the strategy with where each comes from (ReproMin's default
+or this command line; what the report recorded is shown and never used), and every environment
+name with where its value would come from and whether it is set.
 """
 
 from __future__ import annotations
@@ -13,10 +19,11 @@ import os
 import sys
 import unicodedata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from repomin.app.options import parse_env
 from repomin.cli.cluster_flags import cluster_options
 from repomin.cli.common import errors_to_exit
 from repomin.cli.compare_cmd import compare_cmd
@@ -25,7 +32,18 @@ from repomin.errors import ReportError, UsageError
 from repomin.report import replay as rp
 from repomin.report.summary import build_summary, render_markdown
 from repomin.report.validate import ValidationResult, validate_file
+from repomin.runners.docker_limits import (
+    ReplaySandbox,
+    describe_effective,
+    describe_recorded,
+    describe_replay_sandbox,
+)
+from repomin.runners.extras import require
+from repomin.runners.host import IMPLICIT_ENVIRONMENT
 from repomin.sampling.stats import holdout_test
+
+if TYPE_CHECKING:
+    from repomin.tree import Tree
 
 #: Problems that only say "this payload is not the exported one"; ``--allow-modified`` waives them.
 DRIFT_RULES = frozenset({"payload.counts", "payload.fingerprint"})
@@ -154,6 +172,46 @@ def validate_cmd(report: Path, payload: Path | None, as_json: bool, fmt: str | N
     help="Also run the holdout's exact test of 'reproduces with probability >= P0' on these "
     "runs; exit 0 only when it passes.",
 )
+@click.option(
+    "--env",
+    "env_items",
+    multiple=True,
+    metavar="NAME[=VALUE]",
+    help="Allow a recorded environment name (NAME passes your current value); every name the "
+    "report records must be given.",
+)
+@click.option(
+    "--network",
+    type=click.Choice(["none", "bridge"]),
+    default=None,
+    help="Container network of a docker report [default: none].",
+)
+@click.option(
+    "--memory",
+    default=None,
+    help="Container memory limit incl. swap, e.g. 512m [default: min(2g, RAM/(2*jobs))]; "
+    "none lifts it.",
+)
+@click.option("--cpus", type=float, default=None, help="Container CPU limit.")
+@click.option(
+    "--pids-limit", default=None, help="Container process limit [default: 512]; none lifts it."
+)
+@click.option(
+    "--tmp-size", default=None, help="Size of the container's /tmp [default: 512m]; or none."
+)
+@click.option(
+    "--work-size", default=None, help="Size of the container's /work [default: 1g]; or none."
+)
+@click.option(
+    "--user",
+    default=None,
+    help="Numeric UID[:GID] in the container (default 65534); neither may be 0.",
+)
+@click.option(
+    "--fresh-container",
+    is_flag=True,
+    help="One container per sample (slower; for images without a shell).",
+)
 @cluster_options
 @errors_to_exit
 def replay_cmd(
@@ -165,6 +223,15 @@ def replay_cmd(
     jobs: int | None,
     allow_modified: bool,
     min_rate: float | None,
+    env_items: tuple[str, ...],
+    network: str | None,
+    memory: str | None,
+    cpus: float | None,
+    pids_limit: str | None,
+    tmp_size: str | None,
+    work_size: str | None,
+    user: str | None,
+    fresh_container: bool,
     cluster: str | None,
     cluster_tls_ca: Path | None,
     cluster_tls_cert: Path | None,
@@ -173,38 +240,45 @@ def replay_cmd(
 ) -> None:
     """Rerun REPORT's command on fresh copies of the payload: a new observation, not a proof.
 
-    Exit 0 when the pinned failure reproduced at least once, 1 when it never did.
+    The boundary is ReproMin's (the host runner as a reduction uses it; Docker's defaults),
+    never the report's: only the options above change it. Exit 0 when the pinned failure
+    reproduced at least once, 1 when it never did.
     """
     if min_rate is not None and not 0 < min_rate < 1:
         raise UsageError(f"--min-rate {min_rate} must be in (0, 1), e.g. 0.3")
     config = wiring.config_from_flags(
         cluster, cluster_tls_ca, cluster_tls_cert, cluster_tls_key, allow_mixed_workers, True
     )
+    allowed = parse_env(env_items)
+    sandbox = ReplaySandbox(
+        network, memory, cpus, pids_limit, user, tmp_size, work_size, fresh_container
+    )
     data, drift = _checked_for_replay(_report_file(report), payload, allow_modified)
-    plan = rp.plan_replay(data, runs=runs, timeout=timeout, jobs=jobs)
-    _describe(plan)
+    if config is None and data["execution"]["backend"] == "docker":
+        require("docker", "docker", "replaying a docker report")  # before the plan's checks
+    # Samples on a cluster run on its workers: this machine's cores do not cap them there.
+    cores = None if config is None else sys.maxsize
+    plan = rp.plan_replay(data, runs=runs, timeout=timeout, jobs=jobs, sandbox=sandbox, cores=cores)
+    _describe(plan, allowed, set(env_items) & set(allowed), cluster=config is not None)
     if not yes:
         click.echo(
-            "repomin: refusing to run an unsigned command without --yes; review the command "
-            "above, then rerun with --yes",
+            "repomin: refusing to run an unsigned command without --yes; review the command, "
+            "the boundary and the environment above, then rerun with --yes",
             err=True,
         )
         sys.exit(2)
-    env = rp.replay_environment(plan, os.environ)
-    if rp.environment_matches(plan, env) is False:
-        click.echo(
-            "repomin: note: the current values of the recorded environment names differ from "
-            "the recorded ones (digest mismatch)"
-        )
-    tree = rp.read_payload(payload)
-    hold = data.get("holdout_certification") or {}
-    expected = data["output"].get("tree_content_sha256", hold.get("artifact_tree_content_sha256"))
-    if not drift and expected is not None and rp.tree_content_sha256(tree) != expected:
-        raise ReportError(
-            "payload.fingerprint: the payload changed while it was being read; nothing was run"
-        )
-    runner = rp.make_runner(plan) if config is None else wiring.replay_runner(plan, config)
+    env = rp.replay_environment(plan, allowed)
+    _say_digest(rp.environment_matches(plan, env))
+    tree = _read_checked_payload(data, payload, drift)
+    runner = (
+        rp.make_runner(plan, payload.absolute())
+        if config is None
+        else wiring.replay_runner(plan, config)
+    )
     try:
+        described = runner.describe()
+        if described.get("backend") == "docker" and "docker_network" in described:
+            click.echo(f"repomin: boundary in force: {describe_effective(described)}")
         obs = rp.run_replay(plan, tree, runner, env)
     finally:
         runner.close()
@@ -214,6 +288,28 @@ def replay_cmd(
         for line in describe_run("replay run 1", plan.contract, obs.first_miss):
             click.echo(f"repomin: {line}", err=True)
     _observed(obs, min_rate)
+
+
+def _say_digest(matches: bool | None) -> None:
+    if matches is False:
+        click.echo(
+            "repomin: note: the values passed for the recorded environment names differ from "
+            "the recorded ones (digest mismatch)"
+        )
+    elif matches:
+        click.echo("repomin: the values passed agree with the recorded digest")
+
+
+def _read_checked_payload(data: dict[str, Any], payload: Path, drift: bool) -> Tree:
+    """The payload read once into memory; exit 2 when it is not the tree that was validated."""
+    tree = rp.read_payload(payload)
+    hold = data.get("holdout_certification") or {}
+    expected = data["output"].get("tree_content_sha256", hold.get("artifact_tree_content_sha256"))
+    if not drift and expected is not None and rp.tree_content_sha256(tree) != expected:
+        raise ReportError(
+            "payload.fingerprint: the payload changed while it was being read; nothing was run"
+        )
+    return tree
 
 
 def _checked_for_replay(
@@ -270,16 +366,28 @@ def _observed(obs: rp.ReplayObservation, min_rate: float | None) -> None:
     sys.exit(0 if obs.reproduced else 1)
 
 
-def _describe(plan: rp.ReplayPlan) -> None:
+def _describe(
+    plan: rp.ReplayPlan, allowed: dict[str, str], passed: set[str], *, cluster: bool
+) -> None:
+    """Everything the replay would run with, before ``--yes`` is looked at. Text from the report
+    is escaped; environment values are never printed."""
     backend = plan.backend
     if plan.docker_image_id is not None:
         backend += f" (image {plan.docker_image_id})"
     click.echo(f"repomin: command: {_printable(plan.command)}")
+    capped = (
+        f" (the report recorded {plan.capped_jobs}; capped at this machine's cores, pass "
+        f"--jobs {plan.capped_jobs} to use it)"
+        if plan.capped_jobs is not None
+        else ""
+    )
     click.echo(
-        f"repomin: backend {backend}; {plan.runs} run(s), {plan.jobs} at a time, "
-        f"timeout {plan.timeout:g} s; oracle {plan.oracle_mode}"
+        f"repomin: backend {_printable(backend)}; {plan.runs} run(s), {plan.jobs} at a time"
+        f"{capped}, timeout {plan.timeout:g} s; oracle {plan.oracle_mode}"
         + (" with the recorded signature pinned" if plan.contract.signature is not None else "")
     )
+    _describe_boundary(plan, cluster=cluster)
+    _describe_environment(plan, allowed, passed)
     identity = plan.contract.identity
     if identity is not None:
         for line in identity.describe() or ["none recognised in the original runs"]:
@@ -289,5 +397,55 @@ def _describe(plan: rp.ReplayPlan) -> None:
     spec = plan.contract.spec
     if spec.match is not None and spec.match_scope == "whole_output":
         click.echo("repomin: --match searches the whole output, echoed source included")
-    names = ", ".join(plan.environment_names) or "none"
-    click.echo(f"repomin: environment names taken from the current environment: {names}")
+
+
+def _describe_boundary(plan: rp.ReplayPlan, *, cluster: bool) -> None:
+    where = " on every cluster worker" if cluster else ""
+    if plan.backend == "host":
+        from repomin.runners import sandbox
+
+        problem = sandbox.bwrap_problem()
+        if cluster:
+            mode = "on every cluster worker: namespace where bwrap works there, else supervisor"
+        elif problem is None:
+            mode = (
+                "namespace (bwrap: private mount and PID namespace; the payload and its sidecar "
+                "are hidden at their paths)"
+            )
+        else:
+            mode = f"supervisor (no namespace here: {problem}; the payload stays visible)"
+        click.echo(
+            f"repomin: boundary: host runner, {mode}, as in a reduction: private HOME/TMPDIR, "
+            "only the environment below; your user, your files and your network: not a sandbox"
+        )
+        return
+    click.echo(
+        f"repomin: boundary: docker image {_printable(str(plan.docker_image_id))} (the recorded "
+        f"ID; never pulled){where}"
+    )
+    for line in describe_replay_sandbox(plan.sandbox):
+        click.echo(f"repomin: boundary: {line}")
+    recorded = describe_recorded(dict(plan.recorded_docker))
+    if recorded:
+        click.echo(
+            f"repomin: boundary: the report recorded {_printable(recorded)}; not used: only "
+            "this command line changes ReproMin's defaults"
+        )
+
+
+def _describe_environment(plan: rp.ReplayPlan, allowed: dict[str, str], passed: set[str]) -> None:
+    if not plan.environment_names:
+        click.echo("repomin: environment: none recorded (the command gets only the implicit one)")
+        return
+    click.echo("repomin: environment (values are never printed; only --env lets one through):")
+    for name in plan.environment_names:
+        state = "set" if name in os.environ else "not set"
+        if name in passed:
+            where = f"from your environment ({state}), passed by --env {name}"
+        elif name in allowed:
+            where = "from --env (value given)"
+        else:
+            where = f"from your environment ({state}); not passed without --env {name}"
+        if name in IMPLICIT_ENVIRONMENT:
+            where += f"; replaces the run's own {name}"
+        click.echo(f"repomin:   {name}: {where}")

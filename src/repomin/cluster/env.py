@@ -19,7 +19,7 @@ from typing import Any
 import repomin
 
 #: Bumped whenever the payload or response format between client and worker changes.
-PROTOCOL = 1
+PROTOCOL = 2
 
 #: Fields of the inner runner's ``describe()`` that are part of the environment.
 RUNNER_FIELDS = ("backend", "sample_isolation", "docker_image_id")

@@ -6,6 +6,11 @@ ship by content (:mod:`repomin.cluster.manifest`): a manifest delta against a tr
 already hold, plus only the file contents no worker has been sent yet; a worker that lacks an
 anchor or a blob answers ``need`` and gets exactly that, pinned to it.
 
+Requests and answers are plain messages (:mod:`repomin.cluster.wire`), and the client takes
+task results only as plain data (:func:`repomin.cluster.connect.connect`): a worker whose
+answer arrives pickled, or malformed, is drained at once and the sample is an
+``infrastructure_error``; no worker's answer can be anything but an outcome.
+
 Faults never become evidence: a task whose worker dies is rerun by Dask elsewhere and the lost
 attempt never reaches the oracle; a task that failed on too many dying workers, or a worker
 error, returns an ``infrastructure_error`` outcome (the oracle retries, never a verdict); a
@@ -19,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import pickle
 import secrets
 import threading
 import time
@@ -30,9 +34,19 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from repomin.cluster import manifest as mf
+from repomin.cluster import wire
 from repomin.cluster import worker as wk
-from repomin.cluster.connect import ClusterSecurity, connect, scheduler_digest
-from repomin.cluster.env import PROTOCOL, differences, environment_digest
+from repomin.cluster.connect import (
+    ClusterSecurity,
+    TaskFailed,
+    WorkerError,
+    connect,
+    register_on_workers,
+    run_on_workers,
+    scheduler_digest,
+    unregister_on_workers,
+)
+from repomin.cluster.env import differences, environment_digest
 from repomin.cluster.placement import Placement, shipping_cost
 from repomin.errors import InfrastructureError, UsageError
 from repomin.runners.base import Outcome, RunRequest
@@ -56,13 +70,16 @@ class ClusterRunner:
         *,
         security: ClusterSecurity | None = None,
         allow_mixed_workers: bool = False,
+        insecure: bool = False,
         connect_timeout: float = 10.0,
         cache_bytes: int = wk.CACHE_BYTES,
     ) -> None:
+        """``insecure``: a plain tcp:// scheduler off this machine is allowed
+        (``--cluster-insecure``; see :func:`repomin.cluster.connect.check_address`)."""
         self.address = address
         self.backend = str(inner.get("backend", "host"))
         self.allow_mixed = allow_mixed_workers
-        self._client = connect(address, security, connect_timeout)
+        self._client = connect(address, security, connect_timeout, insecure)
         self._name = f"repomin-{secrets.token_hex(6)}"
         self._lock = threading.Lock()
         self._anchors: OrderedDict[str, tuple[mf.Manifest, set[str]]] = OrderedDict()
@@ -95,29 +112,34 @@ class ClusterRunner:
                 f"the Dask scheduler at {self.address} has no workers; start some with "
                 f"`dask worker {self.address}`"
             ) from None
-        self._client.register_plugin(wk.SampleService(self._name, inner, cache_bytes))
+        # The plugin watches this client: when it is gone (even killed), each worker kills the
+        # reduction's samples and the plugin unregisters itself.
+        service = wk.SampleService(self._name, inner, cache_bytes, client_id=self._client.id)
+        register_on_workers(self._client, service, self._name)
         workers = list(self._client.scheduler_info(n_workers=-1)["workers"])
-        # One ``Client.run`` probes every worker at once (measured with 16 workers: 0.07 s,
+        # One broadcast probes every worker at once (measured with 16 workers: 0.07 s,
         # against 0.3 s for one task per worker).
-        replies = self._client.run(
-            wk.probe_here, self._name, max(60.0, timeout), workers=workers, on_error="return"
+        replies = run_on_workers(
+            self._client, wk.probe_here, self._name, max(60.0, timeout), workers=workers
         )
-        answers: dict[str, dict[str, Any]] = {}
+        answers: dict[str, wire.Probe] = {}
         for w in workers:
-            reply = replies.get(w, RuntimeError("no answer"))
-            if isinstance(reply, BaseException):
-                why = " ".join(str(reply).split())[:120] or type(reply).__name__
+            reply = replies.get(w, WorkerError("no answer"))
+            try:
+                if isinstance(reply, WorkerError):
+                    raise reply
+                answers[w] = wire.decode_probe(reply)
+            except (WorkerError, wire.WireError) as exc:
+                why = " ".join(str(exc).split())[:120] or type(exc).__name__
                 self._drained[w] = f"probe failed: {why}"
-            else:
-                answers[w] = reply
         if not answers:
             reasons = "; ".join(sorted(set(self._drained.values())))
             raise InfrastructureError(f"no Dask worker could start a sample runner ({reasons})")
         first = answers[next(w for w in workers if w in answers)]
-        self.reference_env: dict[str, str] = first["env"]
-        self.reference_describe: dict[str, Any] = first["describe"]
-        self.environments = {environment_digest(a["env"]) for a in answers.values()}
-        mixed = {w: differences(self.reference_env, a["env"]) for w, a in answers.items()}
+        self.reference_env: dict[str, str] = first.env
+        self.reference_describe: dict[str, Any] = dict(first.describe)
+        self.environments = {environment_digest(a.env) for a in answers.values()}
+        mixed = {w: differences(self.reference_env, a.env) for w, a in answers.items()}
         mixed = {w: d for w, d in mixed.items() if d}
         if mixed and not self.allow_mixed:
             w, diff = sorted(mixed.items())[0]
@@ -127,7 +149,7 @@ class ClusterRunner:
             )
         self.workers = len(answers)
         self._placement = Placement(answers, time.monotonic())
-        self.threads = sum(int(a["nthreads"]) for a in answers.values())
+        self.threads = sum(a.nthreads for a in answers.values())
         self._env_digest = None if self.allow_mixed else environment_digest(self.reference_env)
 
     # -- the protocol ------------------------------------------------------------------------
@@ -176,28 +198,27 @@ class ClusterRunner:
             resp = self._submit(payload, None if last else pinned, request)
             if isinstance(resp, Outcome):
                 return resp
-            status, address = resp["status"], str(resp.get("worker", ""))
+            status, address = resp.status, resp.worker
             with self._lock:
                 self._worker_blobs.setdefault(address, set()).update(sent)
-            if status == "ok":
+            if status == "ok" and resp.outcome is not None:
                 self._succeeded(address, digest, target)
-                outcome: Outcome = resp["outcome"]
-                return outcome
+                return resp.outcome
             if status == "need":
                 with self._lock:
                     self.need_rounds += 1
                     # What the worker says it lacks was evicted or never reached it.
-                    self._worker_blobs[address].difference_update(resp["blobs"])
-                    if resp["base"] and base is not None and base in self._anchors:
+                    self._worker_blobs[address].difference_update(resp.blobs)
+                    if resp.base and base is not None and base in self._anchors:
                         self._anchors[base][1].discard(address)
                 pinned = address
                 continue
             if status == "refused":
-                diff = differences(self.reference_env, resp.get("env", {}))
+                diff = differences(self.reference_env, resp.env)
                 self._drain(address, "environment differs: " + "; ".join(diff))
                 pinned = None
                 continue
-            return self._failed(address, str(resp.get("error", status)))
+            return self._failed(address, resp.error or status)
         return Outcome(exit_code=None, infrastructure_error="workers kept lacking the tree")
 
     def _place(self, target: mf.Manifest, blobs: dict[str, bytes]) -> str | None:
@@ -242,7 +263,7 @@ class ClusterRunner:
         pinned: str | None,
         everything: bool,
     ) -> tuple[bytes, list[str], str | None]:
-        """The pickled request, the blob digests it carries and the delta's anchor.
+        """The encoded request, the blob digests it carries and the delta's anchor.
 
         Unpinned, the delta's anchor minimises the expected entries shipped (an anchor held by
         a share s of the workers costs its delta plus (1 - s) x a full manifest, the answer
@@ -277,16 +298,8 @@ class ClusterRunner:
                 fresh = {str(r[3]) for r in best.changed.values() if r[0] == "file"}
                 wanted = fresh - self._shipped
         sent = {d: blobs[d] for d in sorted(wanted) if d in blobs}
-        payload = pickle.dumps(
-            {
-                "protocol": PROTOCOL,
-                "digest": digest,
-                "delta": best,
-                "blobs": sent,
-                "request": request,
-                "env_digest": self._env_digest,
-            },
-            protocol=pickle.HIGHEST_PROTOCOL,
+        payload = wire.encode_request(
+            wire.SampleRequest(digest, best, sent, request, self._env_digest)
         )
         with self._lock:
             self._shipped.update(sent)
@@ -296,7 +309,7 @@ class ClusterRunner:
 
     def _submit(
         self, payload: bytes, pinned: str | None, request: RunRequest
-    ) -> dict[str, Any] | Outcome:
+    ) -> wire.Answer | Outcome:
         self._check_scheduler()
         with self._lock:
             drained = set(self._drained)
@@ -326,14 +339,23 @@ class ClusterRunner:
         with self._lock:
             self._inflight.add(fut)
         try:
-            resp: dict[str, Any] = fut.result(timeout=4 * request.timeout + 120)
-            return resp
+            data = fut.result(timeout=4 * request.timeout + 120)
         except (CancelledError, FutureTimeout) as exc:
             self._check_scheduler()
             fut.cancel()
             return Outcome(exit_code=None, infrastructure_error=f"task {type(exc).__name__}")
+        except TaskFailed:
+            # Its workers kept dying, or a worker reported an error from a task that never
+            # raises: the error itself is dropped unread (connect.py).
+            self._check_scheduler()
+            with self._lock:
+                self.lost_attempts += 1
+            return self._failed(pinned, "the task failed on its worker")
         except Exception as exc:
             self._check_scheduler()
+            if fut.status == "finished" and isinstance(exc, TypeError):
+                # The task ran, but its result came in a form the client does not decode.
+                return self._refused(fut, pinned, exc)
             with self._lock:
                 self.lost_attempts += 1
             reason = " ".join(str(exc).split())[:160]
@@ -341,6 +363,25 @@ class ClusterRunner:
         finally:
             with self._lock:
                 self._inflight.discard(fut)
+        try:
+            return wire.decode_answer(data)
+        except wire.WireError as exc:
+            return self._refused(fut, pinned, exc)
+
+    def _refused(self, fut: Any, pinned: str | None, exc: Exception) -> Outcome:
+        """A task's result that is not a plain ReproMin answer (pickled, which the client
+        refuses to decode, or malformed): its worker is drained at once."""
+        worker = pinned
+        with contextlib.suppress(Exception):
+            holders = list(self._client.who_has([fut]).get(fut.key, ()))
+            worker = str(holders[0]) if holders else pinned
+        reason = " ".join(str(exc).split())[:120] or type(exc).__name__
+        why = f"its answer is not plain data ({reason}); refused"
+        if worker is not None:
+            self._drain(worker, why)
+        with contextlib.suppress(Exception):
+            fut.release()
+        return Outcome(exit_code=None, infrastructure_error=f"worker {worker}: {why}")
 
     def _check_scheduler(self) -> None:
         if self._client.status != "running" and not self._closed:
@@ -362,7 +403,9 @@ class ClusterRunner:
             while len(self._anchors) > ANCHORS:
                 self._anchors.popitem(last=False)
 
-    def _failed(self, worker: str, error: str) -> Outcome:
+    def _failed(self, worker: str | None, error: str) -> Outcome:
+        if worker is None:
+            return Outcome(exit_code=None, infrastructure_error=error)
         with self._lock:
             n = self._failures.get(worker, 0) + 1
             self._failures[worker] = n
@@ -385,7 +428,7 @@ class ClusterRunner:
         try:
             if futures:
                 self._client.cancel(futures)
-            self._client.run(wk.kill_samples, self._name, wait=False)
+            run_on_workers(self._client, wk.kill_samples, self._name, wait=False)
         except Exception:  # best effort: the scheduler may already be gone
             pass
 
@@ -396,7 +439,7 @@ class ClusterRunner:
         try:
             if self._client.status == "running":
                 self.kill_all()
-                self._client.unregister_worker_plugin(self._name)
+                unregister_on_workers(self._client, self._name)
         except Exception:
             pass
         finally:

@@ -9,7 +9,9 @@ hidden on a worker only where they exist), for Docker the image and its limits.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,25 +19,44 @@ from typing import TYPE_CHECKING, Any
 from repomin.cluster.connect import ClusterSecurity, check_address
 from repomin.errors import ReportError, UsageError
 from repomin.runners.base import Runner
+from repomin.runners.extras import require
 
 if TYPE_CHECKING:
     from repomin.report.replay import ReplayPlan
 
 ENV_VAR = "REPOMIN_CLUSTER"
 
+#: ``--cluster-insecure`` for a command whose function does not take it as a parameter
+#: (``report replay``: :func:`repomin.cli.cluster_flags.cluster_options` sets it around the
+#: call; ``reduce`` passes it explicitly).
+_INSECURE: ContextVar[bool] = ContextVar("repomin_cluster_insecure", default=False)
+
+
+@contextmanager
+def insecure_flag(value: bool) -> Iterator[None]:
+    """``--cluster-insecure`` while the block runs (what :func:`config_from_flags` reads when
+    its ``insecure`` is not given)."""
+    token = _INSECURE.set(value)
+    try:
+        yield
+    finally:
+        _INSECURE.reset(token)
+
 
 @dataclass(frozen=True, slots=True)
 class ClusterConfig:
     """``--cluster ADDRESS`` and its companions. ``jobs_from_cluster``: ``--jobs`` was not
-    given, so it becomes the cluster's total worker threads once connected."""
+    given, so it becomes the cluster's total worker threads once connected. ``insecure``:
+    ``--cluster-insecure`` (a plain tcp:// scheduler off this machine is allowed)."""
 
     address: str
     security: ClusterSecurity = ClusterSecurity()
     allow_mixed_workers: bool = False
     jobs_from_cluster: bool = True
+    insecure: bool = False
 
     def __post_init__(self) -> None:
-        check_address(self.address, self.security)
+        check_address(self.address, self.security, self.insecure)
 
 
 def config_from_flags(
@@ -45,28 +66,37 @@ def config_from_flags(
     tls_key: Path | None,
     allow_mixed_workers: bool,
     jobs_given: bool,
+    insecure: bool | None = None,
 ) -> ClusterConfig | None:
-    """The configuration, or None without ``--cluster`` (then the companions are refused)."""
+    """The configuration, or None without ``--cluster`` (then the companions are refused).
+    ``insecure`` None: as :func:`insecure_flag` set it."""
+    if insecure is None:
+        insecure = _INSECURE.get()
     security = ClusterSecurity(
         *(str(p) if p is not None else None for p in (tls_ca, tls_cert, tls_key))
     )
     if not address:
-        if security.enabled or allow_mixed_workers:
+        if security.enabled or allow_mixed_workers or insecure:
             raise UsageError(
-                f"--cluster-tls-*/--allow-mixed-workers need --cluster ADDRESS (or ${ENV_VAR})"
+                "--cluster-tls-*/--allow-mixed-workers/--cluster-insecure need --cluster "
+                f"ADDRESS (or ${ENV_VAR})"
             )
         return None
     for option, path in (("ca", tls_ca), ("cert", tls_cert), ("key", tls_key)):
         if path is not None and not path.is_file():
             raise UsageError(f"--cluster-tls-{option} {path}: no such file")
-    return ClusterConfig(address, security, allow_mixed_workers, not jobs_given)
+    require("distributed", "cluster", "--cluster")
+    return ClusterConfig(address, security, allow_mixed_workers, not jobs_given, insecure)
 
 
-def host_spec(hide: tuple[Path, ...], source: Path | None = None) -> dict[str, Any]:
+def host_spec(
+    hide: tuple[Path, ...], source: Path | None = None, isolation: str = "auto"
+) -> dict[str, Any]:
     return {
         "backend": "host",
         "source": str(source.absolute()) if source is not None else None,
         "hide": [str(p.absolute()) for p in hide],
+        "isolation": isolation,
     }
 
 
@@ -79,6 +109,7 @@ def docker_spec(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def make_runner(config: ClusterConfig, inner: Mapping[str, Any]) -> Runner:
+    require("distributed", "cluster", "--cluster")
     from repomin.cluster.runner import ClusterRunner
 
     return ClusterRunner(
@@ -86,6 +117,7 @@ def make_runner(config: ClusterConfig, inner: Mapping[str, Any]) -> Runner:
         inner,
         security=config.security,
         allow_mixed_workers=config.allow_mixed_workers,
+        insecure=config.insecure,
     )
 
 

@@ -8,6 +8,8 @@ The written report is checked against the shipped schema before it is written.
 from __future__ import annotations
 
 import hashlib
+import hmac
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,14 +21,70 @@ from repomin.report.fingerprint import COMPLETE_POLICY, CONTENT_POLICY, Fingerpr
 from repomin.report.io import SCHEMA_VERSION, structural_errors
 from repomin.sampling.accounting import Ledger
 
+#: How ``execution.environment_sha256`` is made in a report of this version (additive fields
+#: ``environment_digest_scheme``, ``environment_digest_salt``, ``environment_digest_parameters``).
+#: A report without them is ``repomin-env-v1``: the unsalted :func:`environment_digest`.
+ENVIRONMENT_SCHEME = "repomin-env-scrypt-v2"
+#: scrypt's cost: 128 MiB and about 0.4 s per evaluation on a 2-core reference machine.
+SCRYPT_PARAMETERS: Mapping[str, int] = {"n": 1 << 17, "r": 8, "p": 1}
+SALT_BYTES = 16
+
 
 def environment_digest(env: Mapping[str, str]) -> str:
-    """SHA-256 of ``repomin-env-v1\\n`` then ``NAME\\0VALUE\\n`` per name in sorted order (values
-    never leave the machine)."""
+    """``repomin-env-v1``: SHA-256 of ``repomin-env-v1\\n`` then ``NAME\\0VALUE\\n`` per name in
+    sorted order. Unsalted and fast, so a low-entropy value can be guessed from it: reports are
+    no longer written with it (legacy reports are still checked with it); sessions, which stay
+    on this machine, use it to recognise their configuration."""
     h = hashlib.sha256(b"repomin-env-v1\n")
     for name in sorted(env):
         h.update(name.encode() + b"\0" + env[name].encode() + b"\n")
     return h.hexdigest()
+
+
+def environment_scrypt(env: Mapping[str, str], salt: bytes, *, n: int, r: int, p: int) -> str:
+    """``repomin-env-scrypt-v2``: scrypt (RFC 7914, 32 bytes) of ``repomin-env-scrypt-v2\\n``
+    then ``NAME\\0VALUE\\n`` per name in sorted order (UTF-8; bytes that are not UTF-8 as the
+    environment holds them), with the report's random ``salt``."""
+    records = b"".join(
+        name.encode("utf-8", "surrogateescape")
+        + b"\0"
+        + env[name].encode("utf-8", "surrogateescape")
+        + b"\n"
+        for name in sorted(env)
+    )
+    password = ENVIRONMENT_SCHEME.encode() + b"\n" + records
+    maxmem = 2 * 128 * r * (n + p) + (1 << 20)
+    return hashlib.scrypt(password, salt=salt, n=n, r=r, p=p, maxmem=maxmem, dklen=32).hex()
+
+
+def environment_fields(env: Mapping[str, str], *, salt: bytes | None = None) -> dict[str, Any]:
+    """The report's digest of the explicit values with a fresh random salt (values never leave
+    the machine): ``environment_sha256`` and the fields that say how it was made."""
+    salt = secrets.token_bytes(SALT_BYTES) if salt is None else salt
+    return {
+        "environment_sha256": environment_scrypt(env, salt, **SCRYPT_PARAMETERS),
+        "environment_digest_scheme": ENVIRONMENT_SCHEME,
+        "environment_digest_salt": salt.hex(),
+        "environment_digest_parameters": dict(SCRYPT_PARAMETERS),
+    }
+
+
+def environment_verifies(execution: Mapping[str, Any], env: Mapping[str, str]) -> bool | None:
+    """Whether ``env`` hashes to the digest ``execution`` records, by its scheme (a report
+    without one: v1). ``None``: nothing to compare (no digest, or a scheme this build does not
+    know). ``execution`` must have passed validation: the schema bounds scrypt's cost."""
+    recorded = execution.get("environment_sha256")
+    if not isinstance(recorded, str):
+        return None
+    scheme = execution.get("environment_digest_scheme")
+    if scheme is None:
+        return hmac.compare_digest(environment_digest(env), recorded)
+    if scheme != ENVIRONMENT_SCHEME:
+        return None
+    cost = execution["environment_digest_parameters"]
+    salt = bytes.fromhex(execution["environment_digest_salt"])
+    digest = environment_scrypt(env, salt, n=int(cost["n"]), r=int(cost["r"]), p=int(cost["p"]))
+    return hmac.compare_digest(digest, recorded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +149,9 @@ def build_report(inputs: ReportInputs) -> dict[str, Any]:
         report["tool_versions"] = inputs.tool_versions
     if inputs.contract.identity is not None:
         report["failure_identity"] = inputs.contract.identity.to_json()
+    history = ledger.size_history()  # additive: what the report's pictures draw
+    if history is not None:
+        report["size_history"] = history
     problems = structural_errors(report)
     if problems:
         raise ReportError("internal error: the report does not match its schema: " + problems[0])

@@ -39,6 +39,18 @@ def _fields(*names: str) -> Callable[[Mapping[str, Any]], Any]:
     return pick
 
 
+def _environment(report: Mapping[str, Any]) -> Any:
+    """The environment's names, and its digest where it is comparable: a salted digest
+    (``environment_digest_scheme``) differs between any two reports by design, so only the
+    names and the scheme are compared then."""
+    ex = execution_of(report)
+    names = ("environment_names", "inherited_environment_names", "environment_digest_scheme")
+    picked = {name: ex[name] for name in names if name in ex}
+    if "environment_digest_scheme" not in ex and "environment_sha256" in ex:
+        picked["environment_sha256"] = ex["environment_sha256"]
+    return picked
+
+
 def _docker_context(report: Mapping[str, Any]) -> Any:
     ex = execution_of(report)
     return {k: v for k, v in ex.items() if k.startswith("docker_")}
@@ -155,7 +167,7 @@ PAIR_RULES: tuple[ContextRule, ...] = (
     ContextRule(
         "environment_changed",
         "the explicit or inherited environment differs",
-        _fields("environment_names", "environment_sha256", "inherited_environment_names"),
+        _environment,
     ),
     ContextRule(
         "working_directory_changed",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from repomin.app.selection import Selection
-from repomin.report.build import environment_digest
+from repomin.report.build import environment_fields
 from repomin.report.cost import sample_basis
 from repomin.runners.host import IMPLICIT_ENVIRONMENT
 from repomin.sampling.accounting import Ledger
@@ -87,7 +87,7 @@ def execution_block(i: ExecutionInputs) -> dict[str, Any]:
         "keep_paths": list(o.selection.keep_paths),
         "text_files": i.selection.text_files,
         "environment_names": sorted(o.env),
-        "environment_sha256": environment_digest(o.env),
+        **environment_fields(o.env),
         "inherited_environment_names": list(IMPLICIT_ENVIRONMENT),
         "timeout_seconds": o.timeout,
         **timeout_fields(o.timeout, i.timeouts),

@@ -21,6 +21,7 @@ from typing import Any
 
 from repomin.failure.contract import FailureSpec
 from repomin.failure.identity import Identity
+from repomin.report.picture import RATES_PICTURE, REDUCTION_PICTURE, picture_names
 from repomin.tree import Tree
 
 #: Kept files listed by name; the rest are summarised in one line.
@@ -255,6 +256,9 @@ def render_repomin_md(
     payload = shlex.quote(output_name)
     sidecar = shlex.quote(f"{output_name}.repomin/report.json")
     removed = removals(report)
+    pictures = picture_names(report)  # written beside this file (``picture.render_pictures``)
+    size_picture = f"![Size of the tree in bytes and files over the runs]({REDUCTION_PICTURE})"
+    rates_picture = f"![Reproduction rates with exact bounds]({RATES_PICTURE})"
     lines = [
         "# ReproMin reproducer",
         "",
@@ -263,9 +267,11 @@ def render_repomin_md(
         f"{report['repomin_version']} in {_plural(ex['oracle_samples'], 'run')}"
         f"{' (' + cost_text(ex) + ')' if cost_text(ex) else ''}.",
         "",
+        *([size_picture, ""] if REDUCTION_PICTURE in pictures else []),
         *([f"**Warning:** {BUDGET_WARNING}.", ""] if ex.get("budget_exhausted") else []),
         evidence_sentence(report),
         "",
+        *([rates_picture, ""] if RATES_PICTURE in pictures else []),
         *_identity_section(report),
         *([user_shell_text(report) or "", ""] if report.get("user_shell") else []),
         *_slippage_section(report),
@@ -287,7 +293,7 @@ def render_repomin_md(
         "Replay the failure on fresh copies, with the recorded backend and contract:",
         "",
         "```sh",
-        f"repomin report replay {sidecar} --payload {payload} --yes",
+        f"repomin report replay {sidecar} --payload {payload}{_env_flags(report)} --yes",
         "```",
         "",
         "Check that the payload still matches this report (runs nothing):",
@@ -391,9 +397,16 @@ def render_terminal(
         f"repomin: report:  {report_abs}",
         f"repomin: notes:   {report_abs.parent / 'REPOMIN.md'}",
         f"repomin: replay:  repomin report replay {shlex.quote(str(report_abs))} "
-        f"--payload {shlex.quote(str(payload_abs))} --yes",
+        f"--payload {shlex.quote(str(payload_abs))}{_env_flags(report)} --yes",
     ]
     return lines
+
+
+def _env_flags(report: Mapping[str, Any]) -> str:
+    """`` --env NAME`` for each recorded environment name: replay passes a value only for the
+    names the caller names (from the caller's own environment)."""
+    names = report.get("execution", {}).get("environment_names") or []
+    return "".join(f" --env {shlex.quote(str(name))}" for name in names)
 
 
 def cost_text(ex: dict[str, Any], end: str = "") -> str:

@@ -3,9 +3,12 @@
 The walk never follows a symlink: targets are read with ``readlink`` and resolved virtually,
 component by component, inside the payload. Entries that a consumer could not safely copy or
 read -- absolute or escaping links, devices, FIFOs, sockets, names with control or format
-characters or invalid UTF-8 -- are problems, and a refused tree is never hashed. Otherwise the
-complete fingerprint (``tree-sha256-v1``) is checked first and the content fingerprint
-(``tree-content-sha256-v1``) second; a legacy report without either gets count-only validation.
+characters or invalid UTF-8 -- are problems, and a refused tree is never hashed. The cheap facts
+come first: the walk's file count and the sum of the files' ``lstat`` sizes must equal the
+report's ``output`` before a single file is opened (a payload that differs there is refused,
+``payload.counts``, unhashed). Otherwise the complete fingerprint (``tree-sha256-v1``) is
+checked first and the content fingerprint (``tree-content-sha256-v1``) second; a legacy report
+without either gets count-only validation.
 """
 
 from __future__ import annotations
@@ -68,7 +71,8 @@ def check_payload(
     if report is None:
         return problems, None
     output = report["output"]
-    if (scan.files, scan.bytes) != (output["files"], output["bytes"]):
+    drift = (scan.files, scan.bytes) != (output["files"], output["bytes"])
+    if drift:
         problems.append(
             Problem(
                 "payload.counts",
@@ -81,8 +85,10 @@ def check_payload(
     content = output.get("tree_content_sha256", hold.get("artifact_tree_content_sha256"))
     if complete is None and content is None:
         return problems, "unavailable"
-    if scan.unsafe or scan.unreadable:
-        return problems, None  # never hash a tree we refused
+    if scan.unsafe or scan.unreadable or drift:
+        # never hash a tree we refused, nor one whose file count or lstat sizes already differ
+        # (a sparse file of gigabytes costs no disk but costs every byte's hashing)
+        return problems, None
     fp = fingerprint(root)
     if complete is not None and fp.tree_sha256 == complete:
         return problems, "exact"

@@ -1,9 +1,16 @@
 """Replay: rerun a report's recorded command on fresh copies of its payload, as a new observation.
 
-The plan (:func:`plan_replay`) is read from a validated report only: the command, the recorded
-backend and Docker image ID, the environment *names* (values come from the current
-environment), the timeout, and the failure contract with its *pinned* signature -- replay never
-learns a signature anew, so a different failure never counts. The payload is read once into an
+A report arrives with a bug report, so everything in it is its sender's to write. The plan
+(:func:`plan_replay`) takes from a validated report what describes the failure: the command,
+the recorded backend and Docker image ID, the timeout, the environment *names* and the failure
+contract with its *pinned* signature -- replay never learns a signature anew, so a different
+failure never counts. The boundary is never taken from it: the host runner is the one a
+reduction uses (the payload hidden at its path as SRC is), and the Docker network, limits, user
+and strategy are ReproMin's defaults unless the replay's own command line changes them
+(:class:`~repomin.runners.docker_limits.ReplaySandbox`); the recorded concurrency is capped at
+this machine's cores. An environment name gets a value only from ``--env`` (the caller's own
+value with ``--env NAME``, another with ``--env NAME=VALUE``): a name the report lists and the
+caller did not pass refuses the replay. The payload is read once into an
 in-memory tree whose content fingerprint must equal the one that was validated (so the bytes
 that run are the bytes that were checked); every run gets its own fresh copy from the runner.
 The original report is never written. The result (:class:`ReplayObservation`) is a count of
@@ -28,10 +35,11 @@ from repomin.errors import InfrastructureError, ReportError, UsageError
 from repomin.failure.contract import SIGNATURE_FLAGS, FailureContract, FailureSpec
 from repomin.failure.facets import FACETS
 from repomin.failure.identity import Identity
-from repomin.report.build import environment_digest
+from repomin.report.build import environment_verifies
 from repomin.report.fingerprint import CONTENT_POLICY
 from repomin.runners.base import Outcome, Runner, RunRequest
-from repomin.runners.docker_limits import RECORDED_SETTINGS, replay_settings
+from repomin.runners.docker_limits import RECORDED_SETTINGS, ReplaySandbox, replay_settings
+from repomin.runners.extras import require
 from repomin.sampling import stats
 from repomin.sampling.parallel import map_samples
 from repomin.tree import Tree
@@ -44,25 +52,56 @@ INFRA_RETRIES = 3
 DEFAULT_CONFIDENCE = 0.95
 
 
+#: The ``execution`` fields that say how ``environment_sha256`` was made.
+_DIGEST_FIELDS = (
+    "environment_sha256",
+    "environment_digest_scheme",
+    "environment_digest_salt",
+    "environment_digest_parameters",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class ReplayPlan:
-    """Everything a replay runs with, all read from the report (plus explicit overrides)."""
+    """What a replay runs: the report's command, contract and names; the replay's boundary."""
 
     command: str
     contract: FailureContract
     environment_names: tuple[str, ...]
-    environment_sha256: str | None
+    #: ``environment_sha256`` and the fields that say how it was made (as recorded).
+    environment_digest: tuple[tuple[str, Any], ...]
     timeout: float
     runs: int
     jobs: int
     backend: str
     docker_image_id: str | None
     confidence: float
-    docker_settings: tuple[tuple[str, Any], ...] = ()
+    #: The Docker boundary: ReproMin's defaults unless this replay's command line changed them.
+    sandbox: ReplaySandbox = ReplaySandbox()
+    #: What the report recorded for its Docker boundary: shown, never used.
+    recorded_docker: tuple[tuple[str, Any], ...] = ()
+    #: The report's ``jobs`` when it was capped at this machine's cores (else None).
+    capped_jobs: int | None = None
 
     @property
     def oracle_mode(self) -> str:
         return self.contract.spec.oracle_mode
+
+    @property
+    def docker_settings(self) -> tuple[tuple[str, Any], ...]:
+        """The replay's Docker boundary under the report's field names (``None``: ReproMin's
+        default), for the cluster's runner spec."""
+        box = self.sandbox
+        return (
+            ("docker_network", box.network or "none"),
+            ("docker_memory", box.memory),
+            ("docker_cpus", box.cpus),
+            ("docker_pids_limit", box.pids_limit),
+            ("docker_user", box.user),
+            ("docker_tmp_size", box.tmp_size),
+            ("docker_work_size", box.work_size),
+            ("docker_strategy", "container-per-sample" if box.fresh_container else None),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +139,13 @@ def plan_replay(
     runs: int | None = None,
     timeout: float | None = None,
     jobs: int | None = None,
+    sandbox: ReplaySandbox | None = None,
+    cores: int | None = None,
 ) -> ReplayPlan:
     """The plan for a *validated* report. Defaults: the report's final-run count (at least 1),
-    its recorded timeout and concurrency (flake rates depend on load)."""
+    its recorded timeout, and its recorded concurrency (flake rates depend on load) capped at
+    ``cores`` (this machine's, the default ``--jobs`` of a reduction). ``sandbox``: the
+    replay's own Docker options (checked here: exit 2 before anything runs)."""
     execution: Mapping[str, Any] = report["execution"]
     if runs is not None and runs < 1:
         raise UsageError(f"--runs {runs} must be at least 1")
@@ -110,23 +153,37 @@ def plan_replay(
         raise UsageError(f"--timeout {timeout} must be positive (seconds)")
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs {jobs} must be at least 1")
+    backend = execution["backend"]
+    sandbox = sandbox or ReplaySandbox()
+    if backend == "docker":
+        replay_settings(sandbox)  # bad values and root's uid or gid: exit 2 now
+    elif sandbox.given():
+        raise UsageError(
+            f"{'/'.join(sandbox.given())} set the boundary of a docker report; this report's "
+            f"backend is {backend}: drop them"
+        )
     planned_runs = runs if runs is not None else max(1, int(execution.get("final_runs", 1)))
     recorded_jobs = int(execution.get("jobs", 1))
+    limit = max(1, cores if cores is not None else (os.cpu_count() or 1))
+    capped = jobs is None and min(recorded_jobs, planned_runs) > limit
+    chosen = jobs if jobs is not None else min(recorded_jobs, limit)
     image = execution.get("docker_image_id")
     return ReplayPlan(
         command=report["command"],
         contract=pinned_contract(report),
         environment_names=tuple(execution["environment_names"]),
-        environment_sha256=execution.get("environment_sha256"),
+        environment_digest=tuple((k, execution[k]) for k in _DIGEST_FIELDS if k in execution),
         timeout=timeout if timeout is not None else float(execution["timeout_seconds"]),
         runs=planned_runs,
-        jobs=max(1, min(jobs if jobs is not None else recorded_jobs, planned_runs)),
-        backend=execution["backend"],
+        jobs=max(1, min(chosen, planned_runs)),
+        backend=backend,
         docker_image_id=image if isinstance(image, str) else None,
         confidence=float(execution.get("confidence", DEFAULT_CONFIDENCE)),
-        docker_settings=tuple(
+        sandbox=sandbox,
+        recorded_docker=tuple(
             (key, value) for key, value in execution.items() if key in RECORDED_SETTINGS
         ),
+        capped_jobs=recorded_jobs if capped else None,
     )
 
 
@@ -180,22 +237,32 @@ def _pinned_identity(report: Mapping[str, Any], spec: FailureSpec) -> Identity |
     return identity
 
 
-def replay_environment(plan: ReplayPlan, environ: Mapping[str, str]) -> dict[str, str]:
-    """The recorded names with their *current* values; names missing here are an error."""
-    missing = [name for name in plan.environment_names if name not in environ]
-    if missing:
+def replay_environment(plan: ReplayPlan, allowed: Mapping[str, str]) -> dict[str, str]:
+    """The recorded names with the values ``--env`` gave (``allowed``, parsed as ``reduce``
+    parses it). A recorded name not passed is refused -- its value would leave the caller's
+    shell on the report's say-so -- and so is a name the report does not record."""
+    extra = sorted(set(allowed) - set(plan.environment_names))
+    if extra:
         raise UsageError(
-            f"the report needs environment variable(s) {', '.join(missing)}, which are not set; "
-            "export them (with the values the failure needs) and rerun"
+            f"--env {', '.join(extra)}: the report does not record "
+            f"{'this name' if len(extra) == 1 else 'these names'}; replay passes only the "
+            "names it recorded"
         )
-    return {name: environ[name] for name in plan.environment_names}
+    missing = [name for name in plan.environment_names if name not in allowed]
+    if missing:
+        flags = " ".join(f"--env {name}" for name in missing)
+        raise UsageError(
+            f"the report passes environment variable(s) {', '.join(missing)} to its command; "
+            f"nothing leaves your environment unless you allow it: add {flags} (your value) "
+            "or --env NAME=VALUE (another value), then rerun"
+        )
+    return {name: allowed[name] for name in plan.environment_names}
 
 
 def environment_matches(plan: ReplayPlan, env: Mapping[str, str]) -> bool | None:
-    """Whether the current values hash to the recorded digest (None when none is recorded)."""
-    if plan.environment_sha256 is None:
-        return None
-    return environment_digest(env) == plan.environment_sha256
+    """Whether ``env`` hashes to the recorded digest by the report's scheme (None when there is
+    nothing to compare)."""
+    return environment_verifies(dict(plan.environment_digest), env)
 
 
 def read_payload(payload: Path) -> Tree:
@@ -225,27 +292,27 @@ def tree_content_sha256(tree: Tree) -> str:
     return h.hexdigest()
 
 
-def make_runner(plan: ReplayPlan) -> Runner:
-    """The recorded backend: the host runner, or the Docker runner on the recorded image ID
-    with the recorded network policy and limits (nothing is pulled or substituted)."""
+def make_runner(plan: ReplayPlan, payload: Path | None = None) -> Runner:
+    """The recorded backend with ReproMin's boundary: the host runner as a reduction makes it
+    (``payload`` and its sidecar hidden at their paths, as SRC and OUTPUT are), or the Docker
+    runner on the recorded image ID (nothing is pulled or substituted) with the replay's
+    sandbox -- the defaults unless its command line changed them."""
     if plan.backend == "host":
         from repomin.runners.host import HostRunner
 
-        return HostRunner()
+        if payload is None:
+            return HostRunner()
+        return HostRunner(source=payload, hide=(payload.with_name(payload.name + ".repomin"),))
     if plan.backend != "docker":
         raise ReportError(f"unknown backend {plan.backend!r}; cannot replay")
     if plan.docker_image_id is None:
         raise ReportError("the docker report records no docker_image_id; cannot replay it")
-    try:
-        from repomin.runners.docker import DockerRunner
-    except ImportError:
-        raise UsageError(
-            "this ReproMin build has no Docker backend; replay the docker report with a build "
-            "that has one"
-        ) from None
+    require("docker", "docker", "replaying a docker report")
+    from repomin.runners.docker import DockerRunner
+
     runner = DockerRunner(
         image=plan.docker_image_id,
-        **replay_settings(dict(plan.docker_settings)),
+        **replay_settings(plan.sandbox),
         pull=False,
         jobs=plan.jobs,
         session_label=f"replay-{secrets.token_hex(6)}",

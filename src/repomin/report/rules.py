@@ -53,6 +53,7 @@ RULES: dict[str, str] = {
     "execution.final_validation": "final_validation_passed is recomputed from the final counts",
     "execution.environment_names": "environment names are unique valid variable names",
     "execution.docker": "a docker report records the immutable image ID (sha256:...)",
+    "execution.docker_user": "a docker report's sample user is not root (uid 0)",
     "execution.docker_limits": (
         "docker_memory and docker_memory_bytes are both null or both set; a limit named in "
         "docker_limit_defaults is not null"
@@ -285,6 +286,14 @@ def check_execution(report: dict[str, Any]) -> list[Problem]:
                 )
             )
         problems += _docker_limits(ex)
+        user = ex.get("docker_user")
+        if isinstance(user, str) and user.partition(":")[0].lstrip("0") == "":
+            problems.append(
+                Problem(
+                    "execution.docker_user",
+                    f"docker_user {user!r} is root; ReproMin never runs samples as uid 0",
+                )
+            )
     problems.extend(Problem("execution.cluster", m) for m in cluster_problems(ex))
     problems.extend(Problem("execution.sample_seconds", m) for m in cost_problems(ex))
     return problems

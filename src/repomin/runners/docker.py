@@ -78,6 +78,10 @@ STRATEGIES = {
 }
 
 
+def _interrupted() -> Outcome:
+    return Outcome(exit_code=None, infrastructure_error="interrupted", workdir=WORKDIR)
+
+
 def _check_choices(
     jobs: int, transport: str | None, strategy: str | None, fresh_container: bool
 ) -> None:
@@ -270,21 +274,23 @@ class DockerRunner:
             with self.engine.lock:
                 self._fits.add(tree.digest)
         outcome = Outcome(exit_code=None, infrastructure_error="the runner is closed")
+        # A kill_all() from now on stops this sample, also while it waits for a slot or for
+        # its worker to start: it must not start after an interrupt.
+        kills = self._kills
         for attempt in range(1 + RETRIES):
             if self._closed:
                 return outcome
             slot = self._slots.get()
-            kills = self._kills
             slot.busy = True
             try:
-                outcome = self._attempt(slot, tree, request)
+                outcome = self._attempt(slot, tree, request, kills)
             finally:
                 slot.busy = False
                 self._slots.put(slot)
             if outcome.infrastructure_error is None:
                 return outcome
             if self._kills != kills:
-                return Outcome(exit_code=None, infrastructure_error="interrupted", workdir=WORKDIR)
+                return _interrupted()
             log.warning(
                 "sample %s: engine error on attempt %d: %s",
                 request.sample_id,
@@ -293,12 +299,16 @@ class DockerRunner:
             )
         return outcome
 
-    def _attempt(self, slot: _Slot, tree: Tree, request: RunRequest) -> Outcome:
+    def _attempt(self, slot: _Slot, tree: Tree, request: RunRequest, kills: int) -> Outcome:
+        if self._kills != kills or self._closed:
+            return _interrupted()
         try:
             if not self.has_shell:
-                return run_direct(self.engine, tree, request)
+                return run_direct(self.engine, tree, request, lambda: self._kills != kills)
             if slot.worker is None:
                 slot.worker = self._start_worker()
+                if self._kills != kills:  # interrupted while it started (kill_all missed it)
+                    return _interrupted()
             worker = slot.worker
             payload = self._prepare(worker, tree)
             if worker.agent is not None:

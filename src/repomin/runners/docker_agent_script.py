@@ -31,12 +31,15 @@ only, so it works while a fork bomb holds the pids limit), unpacks a streamed tr
 sample user, runs the command with a watchdog (the shell's ``times`` before and after: the CPU
 time of the sample's process and of every descendant it waited for), reaps again, reads the
 cgroup's ``oom_kill`` and pids ``max`` counters, checks whether a scratch filesystem is full,
-wipes ``/tmp``, ``/dev/shm`` (and a streamed ``/work``) as the sample user, and answers.
+wipes ``/tmp``, ``/dev/shm`` (and a streamed ``/work``) and removes the IPC objects the sample
+left in the container's IPC namespace (POSIX message queues, System V shared memory, semaphores
+and message queues) as the sample user, and answers. What it cannot remove (System V objects in
+an image without ``ipcrm``) makes the answer unclean: the client replaces the worker.
 """
 
 from __future__ import annotations
 
-from repomin.runners.docker_script import COUNTER_FUNCTIONS, USER_WIPE
+from repomin.runners.docker_script import COUNTER_FUNCTIONS, IPC_CHECK, USER_WIPE
 
 #: Version of the request/response protocol (first line the agent prints).
 AGENT_PROTOCOL = "2"
@@ -115,6 +118,7 @@ rp_reap() {
 }
 """
     + COUNTER_FUNCTIONS
+    + IPC_CHECK
     + r"""rp_dirty() {
     for rp_e in "$1"/* "$1"/.[!.]* "$1"/..?*; do
         if [ -e "$rp_e" ] || [ -L "$rp_e" ]; then return 0; fi
@@ -238,7 +242,7 @@ while IFS="$rp_ws" read -r rp_nonce rp_timeout rp_mode rp_tar <&4; do
     for rp_dir in $rp_dirs; do
         if [ "$rp_dir" = /work ] || rp_dirty "$rp_dir"; then rp_wipe="$rp_wipe $rp_dir"; fi
     done
-    if [ -n "$rp_wipe" ]; then
+    if [ -n "$rp_wipe" ] || rp_ipcdirty; then
         rp_as /bin/sh -c "$rp_userwipe" sh $rp_wipe 3>&- 4<&-
         rp_w=$?
     fi

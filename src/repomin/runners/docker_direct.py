@@ -14,6 +14,7 @@ import contextlib
 import re
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,8 +52,14 @@ class _Held:
     workdir: str = WORKDIR
 
 
-def run_direct(engine: Engine, tree: Tree, request: RunRequest) -> Outcome:
-    """One sample as a container of its own (its process is the command; no shell needed)."""
+def run_direct(
+    engine: Engine, tree: Tree, request: RunRequest, stopped: Callable[[], bool] = lambda: False
+) -> Outcome:
+    """One sample as a container of its own (its process is the command; no shell needed).
+
+    ``stopped()`` is true once the runner's ``kill_all`` stopped this sample: the container is
+    then not started, or killed at once if ``kill_all`` came while it started.
+    """
     lim = engine.limits
     api = engine.api
     try:
@@ -81,7 +88,9 @@ def run_direct(engine: Engine, tree: Tree, request: RunRequest) -> Outcome:
             archive = tar_bytes(tree, lim.uid, lim.gid, under="work")
             if not api.put_archive(cid, VOLUME_ROOT, archive):
                 raise EngineFailure("the engine refused the tree archive")
-        return _run_container(api, cid, request.timeout, held.workdir)
+        if stopped():
+            return Outcome(exit_code=None, infrastructure_error="interrupted", workdir=WORKDIR)
+        return _run_container(api, cid, request.timeout, held.workdir, stopped)
     finally:
         _release(engine, api, held)
 
@@ -101,7 +110,9 @@ def _mount(engine: Engine, api: Any, lim: Limits, tree: Tree, held: _Held) -> Mo
     return mount
 
 
-def _run_container(api: Any, cid: str, timeout: float, workdir: str) -> Outcome:
+def _run_container(
+    api: Any, cid: str, timeout: float, workdir: str, stopped: Callable[[], bool]
+) -> Outcome:
     """Start the created container with its output attached; stop it at the timeout."""
     sock = api.attach_socket(cid, params={"stdout": 1, "stderr": 1, "stream": 1})
     no_timeout(sock)
@@ -115,6 +126,9 @@ def _run_container(api: Any, cid: str, timeout: float, workdir: str) -> Outcome:
         if _NOT_EXECUTABLE.search(text):
             return Outcome(exit_code=127, stderr=text.encode(), workdir=workdir)
         raise
+    if stopped():  # kill_all came while the container started, and found it not running yet
+        with contextlib.suppress(NotFound, APIError):
+            api.kill(cid)
     pump.join(timeout)
     timed_out = pump.is_alive()
     if timed_out:

@@ -127,10 +127,7 @@ def run_exec(
         return Outcome(exit_code=None, timed_out=True, **common), healthy
 
     if trailer is not None and trailer.setup_error is not None:
-        raise EngineFailure(
-            f"could not prepare the sample ({trailer.setup_error}); the tree must fit into "
-            "--work-size and --memory"
-        )
+        raise _setup_failure(trailer.setup_error)
     if trailer is None:
         # The script itself was killed: by the sample (kill -9 -1) or by the OOM killer.
         counters = kill_sample(engine, worker)
@@ -151,6 +148,18 @@ def run_exec(
     if healthy and worker.bind_dir is not None:
         wipe(worker.bind_dir)
     return Outcome(exit_code=exit_code, resource_exhausted=exhausted, **common), healthy
+
+
+def _setup_failure(error: str) -> EngineFailure:
+    """Why the sample script could not prepare the sample (the worker is replaced)."""
+    if error == "ipc":
+        return EngineFailure(
+            "an earlier sample left System V IPC objects that this image cannot remove (no "
+            "ipcrm); the worker is replaced"
+        )
+    return EngineFailure(
+        f"could not prepare the sample ({error}); the tree must fit into --work-size and --memory"
+    )
 
 
 def kill_sample(engine: Engine, worker: Worker) -> tuple[int | None, int | None] | None:

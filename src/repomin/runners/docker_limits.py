@@ -19,10 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from docker.errors import DockerException
-from docker.utils import parse_bytes
-
 from repomin.errors import UsageError
+from repomin.runners.extras import require
 
 DEFAULT_USER = "65534:65534"
 #: The worker's own processes (init, agent, command shell, a kill exec) need room.
@@ -97,7 +95,12 @@ class Limits:
 
 
 def size_bytes(text: str) -> int | None:
-    """``512m`` -> bytes, or ``None`` when it is not a size."""
+    """``512m`` -> bytes, or ``None`` when it is not a size (Docker's own parser: the Docker
+    SDK, imported here so that the report tools, which only describe limits, never load it)."""
+    require("docker", "docker", "a Docker size (--memory, --tmp-size, --work-size)")
+    from docker.errors import DockerException
+    from docker.utils import parse_bytes
+
     try:
         return int(parse_bytes(text))
     except (DockerException, ValueError, TypeError):
@@ -208,7 +211,8 @@ def parse_limits(
     )
 
 
-#: The recorded ``execution`` fields that rebuild a Docker boundary (see :func:`replay_settings`).
+#: The recorded ``execution`` fields that describe a Docker boundary. Replay shows them and never
+#: uses them: its boundary is :class:`ReplaySandbox`.
 RECORDED_SETTINGS = frozenset(
     {
         "docker_network",
@@ -223,29 +227,152 @@ RECORDED_SETTINGS = frozenset(
 )
 
 
-def replay_settings(recorded: Mapping[str, Any]) -> dict[str, Any]:
-    """``DockerRunner`` keyword arguments that rebuild the boundary a report recorded.
+@dataclass(frozen=True, slots=True)
+class ReplaySandbox:
+    """The Docker boundary of ``report replay``: ReproMin's defaults, changed only by the
+    replay's own command line (``reduce``'s option names and parsing), never by a report --
+    a report arrives with a bug report and is the sender's to write. ``None``: the default."""
 
-    A recorded ``null`` limit means "no limit" and is replayed as ``"none"``, never as today's
-    default; so is a size a report older than the defaults does not record (it had none).
-    """
+    network: str | None = None
+    memory: LimitSpec = None
+    cpus: float | None = None
+    pids_limit: LimitSpec = None
+    user: str | None = None
+    tmp_size: LimitSpec = None
+    work_size: LimitSpec = None
+    fresh_container: bool = False
 
-    def limit(key: str) -> LimitSpec:
-        value = recorded.get(key)
-        return "none" if value is None else value
+    def given(self) -> list[str]:
+        """The options given on the command line (for "apply to a docker report only")."""
+        named = (
+            ("--network", self.network),
+            ("--memory", self.memory),
+            ("--cpus", self.cpus),
+            ("--pids-limit", self.pids_limit),
+            ("--user", self.user),
+            ("--tmp-size", self.tmp_size),
+            ("--work-size", self.work_size),
+        )
+        flags = [flag for flag, value in named if value is not None]
+        return flags + (["--fresh-container"] if self.fresh_container else [])
 
-    strategy = recorded.get("docker_strategy")
+
+def replay_settings(sandbox: ReplaySandbox) -> dict[str, Any]:
+    """``DockerRunner`` keyword arguments for a replay, checked now: a bad value is a usage
+    error before the engine is asked, and neither root's uid nor root's group (gid 0: files
+    of group root in the image, and the agent's, would be the sample's) is accepted."""
+    limits = parse_limits(
+        network=sandbox.network or "none",
+        memory=sandbox.memory,
+        cpus=sandbox.cpus,
+        pids_limit=sandbox.pids_limit,
+        user=sandbox.user,
+        tmp_size=sandbox.tmp_size,
+        work_size=sandbox.work_size,
+    )
+    if limits.gid == 0:
+        raise UsageError(
+            f"--user {sandbox.user}: group 0 (root's group) is refused for replay; give a "
+            f"non-zero GID, e.g. {limits.uid}:{limits.uid}"
+        )
     return {
-        "network": str(recorded.get("docker_network", "none")),
-        "memory": limit("docker_memory"),
-        "cpus": recorded.get("docker_cpus"),
-        "pids_limit": limit("docker_pids_limit"),
-        "user": recorded.get("docker_user"),
-        "tmp_size": limit("docker_tmp_size"),
-        "work_size": limit("docker_work_size"),
-        "fresh_container": strategy == "container-per-sample",
-        "strategy": "exec" if strategy == "exec-per-sample" else None,
+        "network": limits.network,
+        "memory": sandbox.memory,
+        "cpus": sandbox.cpus,
+        "pids_limit": sandbox.pids_limit,
+        "user": sandbox.user,
+        "tmp_size": sandbox.tmp_size,
+        "work_size": sandbox.work_size,
+        "fresh_container": sandbox.fresh_container,
+        "strategy": None,
     }
+
+
+def _shown(spec: LimitSpec, default: str, flag: str, unit: str = "") -> str:
+    if spec is None:
+        return f"{default} (default)"
+    if _is_none(spec):
+        return f"no limit ({flag})"
+    return f"{spec}{unit} ({flag})"
+
+
+def describe_replay_sandbox(sandbox: ReplaySandbox) -> list[str]:
+    """One line per part of the boundary a replay will run in, each saying where it comes
+    from (``default`` or the option that set it). Memory's default depends on the engine's
+    RAM and the jobs, so its exact value is shown once the engine answered."""
+    user = sandbox.user or DEFAULT_USER
+    if ":" not in user:
+        user = f"{user}:{user}"
+    return [
+        "network " + (f"{sandbox.network} (--network)" if sandbox.network else "none (default)"),
+        "memory "
+        + _shown(
+            sandbox.memory,
+            "min(2 GiB, engine host RAM / (2 x jobs)), at least 256 MiB, swap included",
+            "--memory",
+            ", swap included",
+        ),
+        "cpus "
+        + (f"{sandbox.cpus:g} (--cpus)" if sandbox.cpus is not None else "no limit (default)"),
+        "processes " + _shown(sandbox.pids_limit, str(DEFAULT_PIDS_LIMIT), "--pids-limit"),
+        "/tmp " + _shown(sandbox.tmp_size, f"{DEFAULT_TMP_SIZE} tmpfs", "--tmp-size", " tmpfs"),
+        "/work " + _shown(sandbox.work_size, f"{DEFAULT_WORK_SIZE} tmpfs", "--work-size", " tmpfs"),
+        f"/dev/shm {DEFAULT_SHM_SIZE} tmpfs",
+        "user " + (f"{user} (--user)" if sandbox.user else f"{user} (default)"),
+        "strategy "
+        + (
+            "container-per-sample (--fresh-container)"
+            if sandbox.fresh_container
+            else "agent-per-worker (default; exec-per-sample or a container per sample when "
+            "the image needs it)"
+        ),
+        "always: read-only root, all capabilities dropped, no-new-privileges, private IPC, "
+        "an init process, no container logs",
+    ]
+
+
+def describe_recorded(recorded: Mapping[str, Any]) -> str:
+    """What a report recorded for its Docker boundary, in :func:`describe_replay_sandbox`'s
+    words (``null``: no limit); user 0 and group 0 are marked. Raw report text: escape it."""
+    labels = (
+        ("docker_network", "network"),
+        ("docker_memory", "memory"),
+        ("docker_cpus", "cpus"),
+        ("docker_pids_limit", "processes"),
+        ("docker_tmp_size", "/tmp"),
+        ("docker_work_size", "/work"),
+        ("docker_user", "user"),
+        ("docker_strategy", "strategy"),
+    )
+    parts = []
+    for key, label in labels:
+        if key not in recorded:
+            continue
+        value = recorded[key]
+        text = "no limit" if value is None else str(value)
+        if key == "docker_user" and isinstance(value, str):
+            uid, _, gid = value.partition(":")
+            if uid.lstrip("0") == "":
+                text += " (root)"
+            elif gid and gid.lstrip("0") == "":
+                text += " (root's group)"
+        parts.append(f"{label} {text}")
+    return ", ".join(parts)
+
+
+def describe_effective(described: Mapping[str, Any]) -> str:
+    """The boundary a started Docker runner holds (its ``describe()``), in one line."""
+
+    def value(key: str) -> str:
+        item = described.get(key)
+        return "no limit" if item is None else str(item)
+
+    return (
+        f"network {value('docker_network')}, memory {value('docker_memory')}, "
+        f"cpus {value('docker_cpus')}, processes {value('docker_pids_limit')}, "
+        f"/tmp {value('docker_tmp_size')}, /work {value('docker_work_size')}, "
+        f"user {value('docker_user')}, strategy {value('docker_strategy')}"
+    )
 
 
 #: tmpfs allocates whole pages: the least a file of ``n`` bytes takes in ``/work``.

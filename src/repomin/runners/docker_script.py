@@ -1,8 +1,9 @@
 """The in-container side of the Docker runner: the sample script and its framing protocol.
 
 One ``docker exec`` per sample runs :data:`SAMPLE_SCRIPT` as the sample's (non-root) user. It
-reaps whatever the previous sample left running, wipes scratch space, copies the tree in (when it
-is streamed), runs the command in ``/work``, reaps again, and frames the command's stderr with a
+reaps whatever the previous sample left running, wipes scratch space and the container's IPC
+objects, copies the tree in (when it is streamed), runs the command in ``/work``, reaps again,
+wipes again, and frames the command's stderr with a
 header and a trailer that carry the exit status and the cgroup's OOM-kill and pids-limit counters.
 
 The frame cannot be forged by the sample: the header is written before the command starts, the
@@ -52,8 +53,54 @@ rp_wipe() {
 }
 """
 
-#: The agent's wipe, run as the sample user: ``sh -c USER_WIPE sh DIR...`` (exit 0 = clean).
-USER_WIPE = _WIPE_FUNCTIONS + 'chmod u+rwx "$@" 2>/dev/null\nrp_wipe "$@"\n'
+#: ``rp_ipcdirty``: whether the container's IPC namespace holds an object a sample left: a POSIX
+#: message queue (``/dev/mqueue``) or a System V shared memory segment, semaphore set or message
+#: queue (``/proc/sysvipc``). Builtins only. (No single quotes: embedded in one.)
+IPC_CHECK = r"""rp_ipcdirty() {
+    for rp_e in /dev/mqueue/* /dev/mqueue/.[!.]* /dev/mqueue/..?*; do
+        if [ -e "$rp_e" ] || [ -L "$rp_e" ]; then return 0; fi
+    done
+    for rp_f in /proc/sysvipc/shm /proc/sysvipc/sem /proc/sysvipc/msg; do
+        { { read -r rp_x && read -r rp_x; } <"$rp_f"; } 2>/dev/null && return 0
+    done
+    return 1
+}
+"""
+
+#: ``rp_ipcwipe``, run as the sample user once its processes are gone: removes the POSIX message
+#: queues and, with the image's ``ipcrm``, the System V objects (their creator may always remove
+#: them); exit 0 only when nothing is left -- otherwise the worker must be replaced.
+_IPC_WIPE = (
+    IPC_CHECK
+    + r"""rp_ipcwipe() {
+    rp_ipcdirty || return 0
+    [ -d /dev/mqueue ] && rp_wipe /dev/mqueue
+    if command -v ipcrm >/dev/null 2>&1; then
+        for rp_f in shm:m sem:s msg:q; do
+            rp_ids=
+            { { read -r rp_x
+                while read -r rp_k rp_id rp_rest; do
+                    case $rp_id in
+                        *[!0-9]*|"") ;;
+                        *) rp_ids="$rp_ids -${rp_f#*:} $rp_id" ;;
+                    esac
+                done; } <"/proc/sysvipc/${rp_f%:*}"; } 2>/dev/null
+            [ -z "$rp_ids" ] || ipcrm $rp_ids >/dev/null 2>&1
+        done
+    fi
+    ! rp_ipcdirty
+}
+"""
+)
+
+#: The agent's wipe, run as the sample user: ``sh -c USER_WIPE sh DIR...`` (exit 0 = clean):
+#: the directories, then the IPC objects of the container.
+USER_WIPE = (
+    _WIPE_FUNCTIONS
+    + _IPC_WIPE
+    + 'chmod u+rwx "$@" 2>/dev/null\nrp_w=0\nrp_wipe "$@" || rp_w=1\nrp_ipcwipe || rp_w=1\n'
+    + "exit $rp_w\n"
+)
 
 #: ``rp_counters``: the cgroup's OOM-kill and pids-limit counters (v2 files, else v1) into
 #: ``$rp_oom`` and ``$rp_pids`` (``-`` when unreadable); shared with the sample agent.
@@ -102,8 +149,8 @@ _FUNCTIONS = (
 }
 """
     + COUNTER_FUNCTIONS
-    + r""""""
     + _WIPE_FUNCTIONS
+    + _IPC_WIPE
     + r"""PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 """
 )
@@ -132,6 +179,10 @@ if [ "$rp_w" != 0 ]; then
     printf '\n%s setup-failed wipe\n' "$rp_nonce" >&3
     exit 0
 fi
+if ! rp_ipcwipe; then
+    printf '\n%s setup-failed ipc\n' "$rp_nonce" >&3
+    exit 0
+fi
 if [ "$rp_mode" = stream ]; then
     # dd reads the (64 KiB-padded) payload in big blocks; head -c is the portable fallback.
     if dd if=/dev/zero of=/dev/null bs=512 count=1 iflag=fullblock 2>/dev/null; then
@@ -157,6 +208,7 @@ rp_r=$?
 rp_counters
 if [ "$rp_mode" = stream ]; then rp_wipe /work /tmp /dev/shm; else rp_wipe /tmp /dev/shm; fi
 rp_w=$?
+rp_ipcwipe || rp_w=1
 printf '\n%s end %s %s %s %s %s\n' "$rp_nonce" "$rp_rc" "$rp_oom" "$rp_pids" "$rp_r" "$rp_w" >&3
 exit 0
 """

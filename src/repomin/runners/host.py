@@ -1,12 +1,17 @@
 """The host runner: one sample = one fresh copy of the tree + one process group on this machine.
 
-Each sample gets its own directory (on tmpfs when ``/dev/shm`` exists, since copying thousands of
-files to disk costs seconds) holding ``tree/`` (the copy) and ``tmp/`` (``TMPDIR``, ``HOME``), so
-samples never share scratch space. The command runs through ``/bin/sh -c`` in a new session,
-inside the boundary of :mod:`repomin.runners.sandbox` (a private mount and PID namespace that
-hides SRC, OUTPUT and the session directory when ``bwrap`` works; otherwise a supervisor that
-dies with ReproMin). On timeout -- and after every normal exit, to reap background stragglers --
-the whole process group is killed. Output goes to files and is read back bounded (head and tail).
+Each sample gets its own directory in ReproMin's private scratch root (on tmpfs when
+``/dev/shm`` exists, since copying thousands of files to disk costs seconds; see
+:func:`repomin.runners.scratch.private_root`) holding ``tree/`` (the copy) and ``tmp/``
+(``TMPDIR``, ``HOME``), so samples never share scratch space. The command runs through
+``/bin/sh -c`` in a new session, inside the boundary of :mod:`repomin.runners.sandbox` (a private
+mount and PID namespace without capabilities that hides SRC, OUTPUT, the session directory and
+every other sample's directory when ``bwrap`` works; otherwise a supervisor that dies with
+ReproMin). On timeout -- and after every normal exit, to reap background stragglers -- the whole
+process group is killed. Output goes to unnamed files (``O_TMPFILE``) opened before the sample
+starts, so no path leads to them: a sample can neither replace its own captured output by a
+symlink or FIFO nor write into a sibling's; they are read back through the runner's descriptors,
+bounded (head and tail).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from typing import Any
 from repomin.errors import UsageError
 from repomin.runners import sandbox
 from repomin.runners.base import OUTPUT_LIMIT, Outcome, RunRequest
-from repomin.runners.scratch import reap_stale_scratch
+from repomin.runners.scratch import private_root, reap_stale_scratch
 from repomin.tree import Tree, materialise
 
 #: Variables every sample gets from ReproMin itself (values are per-sample paths, or PATH).
@@ -39,14 +44,6 @@ IMPLICIT_ENVIRONMENT = ("PATH", "HOME", "TMPDIR", "TMP", "TEMP", "LANG")
 _RESOURCE_SIGNALS = {signal.SIGXCPU, signal.SIGXFSZ}
 #: Seconds a timed-out sample gets to be stopped and reaped before it is killed outright.
 STOP_GRACE = 5.0
-
-
-def scratch_root() -> Path:
-    """Where sample directories live: tmpfs when available."""
-    shm = Path("/dev/shm")
-    if shm.is_dir() and os.access(shm, os.W_OK):
-        return shm
-    return Path(tempfile.gettempdir())
 
 
 class HostRunner:
@@ -74,9 +71,12 @@ class HostRunner:
             raise UsageError(f"no sample namespace can be made: {problem}; install bubblewrap")
         self.isolation = "namespace" if problem is None else "supervisor"
         self.namespace_problem = problem
-        root = base_dir or scratch_root()
-        reap_stale(root)
-        self._base = Path(tempfile.mkdtemp(prefix=f"repomin-{os.getpid()}-", dir=root))
+        if self.isolation == "supervisor":
+            # Same-uid samples cannot read this process's environment or memory via /proc.
+            sandbox.make_undumpable()
+        self._root = private_root(base_dir)
+        reap_stale_scratch([self._root])
+        self._base = Path(tempfile.mkdtemp(prefix=f"repomin-{os.getpid()}-", dir=self._root))
         sandbox.write_owner(self._base)
         self._hide = (source, *hide) if source is not None else hide
         # The sample's own directories stay visible even when they lie inside a hidden one.
@@ -113,26 +113,34 @@ class HostRunner:
         scratch.mkdir()
         materialise(tree, work)
         env = _sample_env(scratch, request.env)
-        out_path, err_path = sample_dir / "stdout", sample_dir / "stderr"
         hidden = sandbox.hidden_paths(self._hide, self._visible) if self._hide else []
-        status_r, status_w = os.pipe()
-        info_r, info_w = os.pipe()
         namespace = self.isolation == "namespace"
-        argv = sandbox.sample_argv(
-            ["/bin/sh", "-c", request.command],
-            status_fd=status_w,
-            namespace=namespace,
-            hidden=hidden,
-            info_fd=info_w if namespace else None,
-        )
-        start = time.monotonic()
-        try:
+        # Unnamed files (O_TMPFILE) opened before the sample starts: no path leads to them.
+        with contextlib.ExitStack() as held:
+            out = held.enter_context(tempfile.TemporaryFile(dir=self._base))
+            err = held.enter_context(tempfile.TemporaryFile(dir=self._base))
+            status_r, status_w = os.pipe()
+            held.callback(os.close, status_r)
+            info_r, info_w = os.pipe()
+            held.callback(os.close, info_r)
+            if not self._keep:
+                held.callback(shutil.rmtree, sample_dir, ignore_errors=True)
+            argv = sandbox.sample_argv(
+                ["/bin/sh", "-c", request.command],
+                status_fd=status_w,
+                namespace=namespace,
+                hidden=hidden,
+                info_fd=info_w if namespace else None,
+                private=self._root,
+                own=sample_dir,
+            )
+            start = time.monotonic()
             ended = self._execute(
                 argv,
                 work,
                 env,
-                out_path,
-                err_path,
+                out.fileno(),
+                err.fileno(),
                 status_w=status_w,
                 info_w=info_w,
                 info_r=info_r,
@@ -141,12 +149,7 @@ class HostRunner:
             )
             duration = time.monotonic() - start
             rc = _exit_code(ended, status_r)
-            stdout, stderr = _read_bounded(out_path), _read_bounded(err_path)
-        finally:
-            os.close(status_r)
-            os.close(info_r)
-            if not self._keep:
-                shutil.rmtree(sample_dir, ignore_errors=True)
+            stdout, stderr = _read_bounded(out.fileno()), _read_bounded(err.fileno())
         sig = -rc if rc < 0 else None
         exhausted = sig in _RESOURCE_SIGNALS if sig is not None else False
         return Outcome(
@@ -166,8 +169,8 @@ class HostRunner:
         argv: list[str],
         work: Path,
         env: dict[str, str],
-        out_path: Path,
-        err_path: Path,
+        out: int,
+        err: int,
         *,
         status_w: int,
         info_w: int,
@@ -175,33 +178,33 @@ class HostRunner:
         namespace: bool,
         timeout: float,
     ) -> _Ended:
-        """Start the sample's process group (output to ``out_path``/``err_path``; the write
-        ends of the pipes are closed once it started), wait for it and kill what is left."""
-        with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            try:
-                proc = subprocess.Popen(
-                    argv,
-                    cwd=work,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    start_new_session=True,
-                    pass_fds=(status_w, info_w) if namespace else (status_w,),
-                )
-            finally:
-                os.close(status_w)
-                os.close(info_w)
+        """Start the sample's process group (output to the descriptors ``out``/``err``; the
+        write ends of the pipes are closed once it started), wait for it and kill what is
+        left."""
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=work,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                pass_fds=(status_w, info_w) if namespace else (status_w,),
+            )
+        finally:
+            os.close(status_w)
+            os.close(info_w)
+        with self._lock:
+            self._live.add(proc.pid)
+        record = sandbox.record_sample(self._base, proc.pid)
+        try:
+            return self._wait(proc, timeout, info_r)
+        finally:
+            _kill_group(proc.pid)
             with self._lock:
-                self._live.add(proc.pid)
-            record = sandbox.record_sample(self._base, proc.pid)
-            try:
-                return self._wait(proc, timeout, info_r)
-            finally:
-                _kill_group(proc.pid)
-                with self._lock:
-                    self._live.discard(proc.pid)
-                record.unlink(missing_ok=True)
+                self._live.discard(proc.pid)
+            record.unlink(missing_ok=True)
 
     def _wait(self, proc: subprocess.Popen[bytes], timeout: float, info_r: int) -> _Ended:
         """Wait for the sample's leader with ``wait4``; at the timeout stop the sample so that
@@ -340,12 +343,13 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def _read_bounded(path: Path, limit: int = OUTPUT_LIMIT) -> bytes:
-    size = path.stat().st_size
-    with open(path, "rb") as fh:
-        if size <= limit:
-            return fh.read()
-        half = limit // 2
-        head = fh.read(half)
-        fh.seek(size - half)
-        return head + b"\n[... repomin: output truncated ...]\n" + fh.read()
+def _read_bounded(fd: int, limit: int = OUTPUT_LIMIT) -> bytes:
+    """The head and tail of what the sample wrote to the unnamed file ``fd`` (read by offset:
+    the sample may still hold it open)."""
+    size = os.fstat(fd).st_size
+    if size <= limit:
+        return os.pread(fd, size, 0)
+    half = limit // 2
+    head = os.pread(fd, half, 0)
+    tail = os.pread(fd, half, size - half)
+    return head + b"\n[... repomin: output truncated ...]\n" + tail

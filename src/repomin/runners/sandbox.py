@@ -2,21 +2,30 @@
 
 **Namespace** (preferred, when ``bwrap`` works here): every sample runs as
 
-    bwrap --dev-bind / / --proc /proc --unshare-pid --as-pid-1 --die-with-parent
-          --tmpfs HIDDEN --remount-ro HIDDEN ... --info-fd N -- PYTHON -I -S -c SUPERVISOR ...
+    bwrap --dev-bind / / --proc /proc --unshare-pid --as-pid-1 --die-with-parent --cap-drop ALL
+          --tmpfs HIDDEN --remount-ro HIDDEN ... --tmpfs PRIVATE --bind OWN OWN
+          --remount-ro PRIVATE --info-fd N -- PYTHON -I -S -c SUPERVISOR ...
 
 The whole filesystem stays visible at its own paths (tools, compilers, the sample's own copy),
 except SRC, OUTPUT, its sidecar and the session directory, each covered by an empty read-only
 tmpfs: a sample that reaches SRC through an absolute path finds nothing there, exactly as after
-SRC is moved away. The private PID namespace (with its own ``/proc``) gives the kernel's PID-1
-rule: when the namespace's init dies, every process in it dies, including grandchildren that
-called ``setsid``. ``--die-with-parent`` ties init to bwrap and bwrap to ReproMin
+SRC is moved away. ReproMin's private scratch root (every runner's directory, the process
+records, the other samples' directories) is covered the same way, and only the sample's own
+directory is bound back at its path: a sample cannot see or write its siblings or the records
+reaping trusts. ``--cap-drop ALL`` leaves the sample no capability even when ReproMin runs as
+root, so it cannot unmount what hides SRC (bwrap also sets ``no_new_privs``). The private PID
+namespace (with its own ``/proc``) gives the kernel's PID-1 rule: when the namespace's init dies,
+every process in it dies, including grandchildren that called ``setsid``. ``--die-with-parent``
+ties init to bwrap and bwrap to ReproMin
 (``PR_SET_PDEATHSIG``), so SIGKILL of ReproMin kills the whole sample at once.
 
 **Supervisor** (fallback, no namespace): the sample's group leader is a small Python supervisor
 that sets ``PR_SET_PDEATHSIG`` on itself and, when ReproMin dies, kills its own process group
 (the command and every descendant that did not leave the group). SRC stays visible; the caller
 checks the traced run's log for accesses under SRC instead (see :mod:`repomin.analysis.trace`).
+The supervisor makes itself non-dumpable, so another sample of an unprivileged user cannot open
+its status pipe through ``/proc``; but a sample runs as the same user as ReproMin and its
+siblings, so supervisor mode contains accidents, not attacks (see SECURITY.md).
 
 In both modes the supervisor reports the command's raw wait status through a pipe, so a signal
 death (``-11``) stays distinguishable from ``exit 139`` although bwrap itself reports ``128+N``.
@@ -30,8 +39,12 @@ supervisor restores SIGPIPE and SIGXFSZ (ignored by Python) to their defaults fo
 
 **Reaping**: every live sample is recorded as ``live/<pgid>`` (its process group and the
 leader's start time) in the runner's directory, whose ``owner`` file holds ReproMin's PID and
-start time. A new runner removes directories of dead owners after killing the processes of
-their recorded groups that started no earlier than the recorded time (never by name).
+start time. Runner directories live only in the private root of
+:func:`repomin.runners.scratch.private_root` (``0700``, owned by the effective user, checked with
+``lstat`` every time). A new runner removes directories of dead owners there after killing the
+processes of their recorded groups that started no earlier than the recorded time (never by
+name), and only processes of its own effective user; a directory or record that is not owned
+by that user, is a symlink or has looser modes is never acted on.
 """
 
 from __future__ import annotations
@@ -41,6 +54,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -89,6 +103,7 @@ if group:
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(1, int(signal.SIGUSR2))  # PR_SET_PDEATHSIG
+    libc.prctl(4, 0)  # PR_SET_DUMPABLE 0: siblings cannot open this status pipe via /proc
     libc.prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans are reaped here, their CPU time counts
     if os.getppid() != parent:
         _die(0, None)
@@ -142,7 +157,11 @@ def _probe_bwrap() -> str | None:
     probe = tempfile.mkdtemp(prefix="repomin-probe-")
     try:
         Path(probe, "visible").write_text("")
-        check = f"test ! -e {probe}/visible && test -d /proc/self"
+        # SRC-like directories are hidden, /proc is the namespace's, and no capability is left.
+        check = (
+            f"test ! -e {probe}/visible && test -d /proc/self && while read -r k v; do "
+            'case "$k$v" in CapEff:*[1-9a-f]*) exit 3;; esac; done < /proc/self/status'
+        )
         argv = [exe, *_namespace_flags([Path(probe)]), "--", "/bin/sh", "-c", check]
         done = subprocess.run(argv, capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -155,11 +174,20 @@ def _probe_bwrap() -> str | None:
     return None
 
 
-def _namespace_flags(hidden: Sequence[Path]) -> list[str]:
+def _namespace_flags(
+    hidden: Sequence[Path], private: Path | None = None, own: Path | None = None
+) -> list[str]:
+    """bwrap's flags: ``hidden`` directories covered by empty read-only tmpfs mounts, and
+    ``private`` (ReproMin's scratch root) covered too except ``own`` (the sample's directory)."""
     flags = ["--dev-bind", "/", "/", "--proc", "/proc", "--unshare-pid", "--as-pid-1"]
-    flags.append("--die-with-parent")
+    flags += ["--die-with-parent", "--cap-drop", "ALL"]
     for path in hidden:
         flags += ["--tmpfs", str(path), "--remount-ro", str(path)]
+    if private is not None:
+        flags += ["--tmpfs", str(private)]
+        if own is not None:
+            flags += ["--bind", str(own), str(own)]
+        flags += ["--remount-ro", str(private)]
     return flags
 
 
@@ -190,9 +218,12 @@ def sample_argv(
     namespace: bool,
     hidden: Sequence[Path],
     info_fd: int | None = None,
+    private: Path | None = None,
+    own: Path | None = None,
 ) -> list[str]:
     """The argv that runs ``command`` supervised, in the namespace when ``namespace`` (where
-    bwrap writes the namespace's init PID, as this process sees it, to ``info_fd``)."""
+    bwrap writes the namespace's init PID, as this process sees it, to ``info_fd``; ``private``
+    is hidden from the sample except its ``own`` directory)."""
     parent = os.getpid()
     python = [sys.executable, "-I", "-S", "-c", _SUPERVISOR, str(status_fd)]
     if not namespace:
@@ -202,7 +233,18 @@ def sample_argv(
     # time and that of everything it reaped reach this process); --die-with-parent ties it
     # to bwrap.
     info = ["--info-fd", str(info_fd)] if info_fd is not None else []
-    return [bwrap, *_namespace_flags(hidden), *info, "--", *python, "0", "plain", *command]
+    flags = _namespace_flags(hidden, private, own)
+    return [bwrap, *flags, *info, "--", *python, "0", "plain", *command]
+
+
+def make_undumpable() -> None:
+    """``PR_SET_DUMPABLE 0`` for this process: processes of the same unprivileged user (samples
+    in supervisor mode) can no longer open its ``/proc/PID`` files (environment, memory,
+    descriptors). Children regain the default when they ``exec``."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0)
 
 
 def decode_status(raw: bytes) -> int | None:
@@ -214,6 +256,27 @@ def decode_status(raw: bytes) -> int | None:
 
 
 # -- process records and reaping ---------------------------------------------------------------
+
+
+def trusted_dir(path: Path) -> bool:
+    """Whether ``path`` is a real directory (``lstat``: no symlink) owned by the effective user
+    with no group or other permission bits: nothing another local user could have planted."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and info.st_mode & 0o077 == 0
+
+
+def owned_entry(path: Path) -> bool:
+    """Whether ``path`` (a directory or regular file) is this effective user's, not a symlink
+    and not writable by group or others."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    kind = stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)
+    return kind and info.st_uid == os.geteuid() and info.st_mode & 0o022 == 0
 
 
 def start_time(pid: int) -> int | None:
@@ -239,7 +302,7 @@ def write_owner(directory: Path) -> None:
     """Record this process (PID and start time) as the owner of ``directory``."""
     pid = os.getpid()
     (directory / "owner").write_text(f"{pid} {start_time(pid) or 0}\n")
-    (directory / "live").mkdir(exist_ok=True)
+    (directory / "live").mkdir(mode=0o700, exist_ok=True)
 
 
 def record_sample(directory: Path, pgid: int) -> Path:
@@ -250,6 +313,8 @@ def record_sample(directory: Path, pgid: int) -> Path:
 
 def owner_alive(directory: Path, pid_hint: int | None) -> bool:
     """Whether the ReproMin process that made ``directory`` is still running."""
+    if not owned_entry(directory / "owner"):
+        return True  # no record this user wrote: not ours to judge
     try:
         pid_text, _, started = (directory / "owner").read_text().partition(" ")
         pid, ticks = int(pid_text), int(started or 0)
@@ -267,7 +332,11 @@ def reap_processes(directory: Path) -> int:
     """Kill what samples of a dead run left behind: members of each recorded process group
     that started no earlier than the recorded leader. Returns how many were killed."""
     records: list[tuple[int, int]] = []
+    if not trusted_dir(directory) or not trusted_dir(directory / "live"):
+        return 0
     for record in (directory / "live").glob("*"):
+        if not owned_entry(record):
+            continue
         with contextlib.suppress(OSError, ValueError):
             pgid, _, ticks = record.read_text().partition(" ")
             records.append((int(pgid), int(ticks or 0)))
@@ -278,7 +347,7 @@ def reap_processes(directory: Path) -> int:
         if not entry.name.isdigit():
             continue
         info = _group_of(int(entry.name))
-        if info is None:
+        if info is None or not _ours(entry):
             continue
         group, started = info
         if any(group == pgid and 0 < ticks <= started for pgid, ticks in records):
@@ -288,12 +357,28 @@ def reap_processes(directory: Path) -> int:
     return killed
 
 
+def _ours(proc_entry: Path) -> bool:
+    """Whether the process ``/proc/PID`` runs as this effective user (its real and effective
+    uid, from ``status``: the owner of ``/proc/PID`` is root for a non-dumpable process)."""
+    try:
+        for line in (proc_entry / "status").read_text().splitlines():
+            if line.startswith("Uid:"):
+                real, effective = (int(v) for v in line.split()[1:3])
+                return os.geteuid() in (real, effective)
+    except (OSError, ValueError):
+        pass
+    return False
+
+
 def reap_stale(root: Path, prefix: str = "repomin-") -> None:
     """Remove directories ``PREFIX<pid>-*`` of ReproMin runs that died (SIGKILL, power loss),
-    after killing their samples' leftover processes."""
+    after killing their samples' leftover processes. ``root`` must be a private root
+    (:func:`trusted_dir`); entries and records that are not this user's are left alone."""
+    if not trusted_dir(root):
+        return
     for entry in root.glob(f"{prefix}*-*"):
         pid_text = entry.name[len(prefix) :].split("-")[0]
-        if not pid_text.isdigit() or not entry.is_dir() or entry.is_symlink():
+        if not pid_text.isdigit() or not trusted_dir(entry):
             continue
         if int(pid_text) == os.getpid() or owner_alive(entry, int(pid_text)):
             continue

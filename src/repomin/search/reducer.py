@@ -263,6 +263,7 @@ class Reduction:
         )
         self._current = tree
         self.history.append(tree)
+        self.ledger.track_size(tree.file_count, tree.byte_count)
         self.ledger.event(
             phase,
             description,
@@ -321,6 +322,7 @@ class Reduction:
         revoked = self.history[good + 1 :]
         del self.history[good + 1 :]
         self._current = self.history[-1]
+        self.ledger.track_size(self._current.file_count, self._current.byte_count)
         self.oracle.revoke(revoked, "revoked-by-backtracking")
         self.ledger.event(
             phase,
@@ -420,6 +422,7 @@ def _run_pass(
     if on_pass is not None:
         on_pass(name)
     before = reduction.current
+    reduction.ledger.track_stage(name, before.file_count, before.byte_count)
     samples_before = reduction.oracle.samples
     started = time.monotonic()
     try:

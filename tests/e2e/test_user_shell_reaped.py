@@ -1,0 +1,101 @@
+"""SIGKILL of ``repomin reduce`` during the your-shell stage leaves nothing behind for long.
+
+The your-shell runs happen outside the sample boundary, but not outside ReproMin's control: a
+process the payload's command starts there dies with ReproMin (a supervisor with a parent-death
+signal kills its process group), and the directory holding the payload copy is recorded with
+its owner in ReproMin's private scratch root, so the next start of ReproMin removes it.
+
+The command starts ``sleep`` only in the user's shell: samples do not see ``REPOMIN_TEST_MARK``
+(it comes from the user's environment, not from ``--env``). It writes the sleeper's PID and its
+working directory to a file the test names, then waits.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from repomin.runners.scratch import private_root
+from tests.conftest import reduce_argv
+
+pytestmark = pytest.mark.slow
+
+COMMAND = (
+    'cat main.txt >/dev/null; if [ -n "$REPOMIN_TEST_MARK" ]; then '
+    'sleep 100 & echo "$! $PWD" > "$REPOMIN_TEST_MARK.tmp"; '
+    'mv "$REPOMIN_TEST_MARK.tmp" "$REPOMIN_TEST_MARK"; wait; fi; echo BUG >&2; exit 1'
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def _source(root: Path) -> Path:
+    src = root / "src"
+    src.mkdir()
+    (src / "main.txt").write_text("needed\n")
+    for n in range(3):
+        (src / f"junk{n}.txt").write_text(f"junk {n}\n")
+    return src
+
+
+def test_sigkill_in_the_your_shell_stage_kills_its_runs_and_the_next_start_reaps_the_dir(
+    tmp_path: Path,
+) -> None:
+    mark = tmp_path / "your-shell-started"
+    argv = reduce_argv(
+        _source(tmp_path), tmp_path / "out", COMMAND, "BUG", "--jobs", "1", "--passes", "files"
+    )
+    env = {**os.environ, "REPOMIN_TEST_MARK": str(mark)}
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    sleeper: int | None = None
+    payload: Path | None = None
+    try:
+        deadline = time.monotonic() + 120
+        while not mark.exists():
+            assert proc.poll() is None, proc.communicate()[1].decode()
+            assert time.monotonic() < deadline, "the your-shell stage never started"
+            time.sleep(0.05)
+        pid_text, _, cwd = mark.read_text().strip().partition(" ")
+        sleeper, payload = int(pid_text), Path(cwd)
+        assert _alive(sleeper)
+        proc.kill()
+        proc.communicate()
+        deadline = time.monotonic() + 5
+        while _alive(sleeper) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(sleeper), "the your-shell run outlived ReproMin"
+        workdir = payload.parent
+        assert workdir.name.startswith(f"repomin-{proc.pid}-your-shell-"), workdir
+        assert workdir.parent == private_root(), workdir
+        assert workdir.exists()  # nothing could remove it at SIGKILL ...
+
+        quick = ["--jobs", "1", "--passes", "files", "--user-shell-runs", "0", "-q"]
+        again = subprocess.run(
+            reduce_argv(
+                tmp_path / "src", tmp_path / "out2", "cat main.txt; echo BUG", "BUG", *quick
+            ),
+            capture_output=True,
+            timeout=300,
+        )
+        assert again.returncode == 0, again.stderr.decode()
+        assert not workdir.exists()  # ... and the next start of ReproMin removed it
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        if sleeper is not None and _alive(sleeper):
+            os.kill(sleeper, signal.SIGKILL)
+        if payload is not None and payload.parent.name.startswith("repomin-"):
+            shutil.rmtree(payload.parent, ignore_errors=True)
