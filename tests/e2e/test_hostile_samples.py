@@ -167,6 +167,34 @@ def test_a_sibling_cannot_forge_another_samples_output(tmp_path: Path, mode: str
     assert results["b"].stdout.endswith(b"B\n")
 
 
+@pytest.mark.skipif(NO_NAMESPACE is not None, reason=f"{NO_NAMESPACE}")
+def test_a_namespaced_sample_cannot_reach_a_siblings_processes_or_pipes(tmp_path: Path) -> None:
+    """B looks for A's processes (and so A's supervisor and its status pipe) in ``/proc`` and
+    tries to write a forged status into every pipe it can open there: it sees only its own
+    namespace, and A's exit status is A's."""
+    runner = HostRunner(base_dir=tmp_path, isolation="namespace")
+    token = f"repomin-sibling-{os.getpid()}"
+    forge = (
+        # [s]: the pattern does not match B's own command lines
+        f"grep -l '[r]epomin-sibling-{os.getpid()}' /proc/[0-9]*/cmdline 2>/dev/null | wc -l; "
+        'for f in /proc/[0-9]*/fd/*; do [ -p "$f" ] && echo 0 > "$f"; done 2>/dev/null; '
+        "echo B"
+    )
+    results: dict[str, Outcome] = {}
+    try:
+        a = threading.Thread(
+            target=lambda: results.update(a=_run(runner, f": {token}; sleep 1.5; exit 3"))
+        )
+        a.start()
+        time.sleep(0.5)
+        results["b"] = _run(runner, forge)
+        a.join()
+    finally:
+        runner.close()
+    assert results["b"].stdout.split()[0] == b"0", results["b"].stdout
+    assert results["a"].exit_code == 3
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_a_sample_cannot_swap_its_captured_output(tmp_path: Path, mode: str) -> None:
     """The sample replaces where its output used to be written by a symlink to a file outside
