@@ -140,3 +140,11 @@ def test_the_scheme_fields_come_together(fields: dict[str, Any]) -> None:
     assert validate_report(_with(without_salt)).rules() == {"schema"}
     salt_only = {"environment_digest_salt": "00" * 16}
     assert validate_report(_with(salt_only)).rules() == {"schema"}
+
+
+def test_no_explicit_variable_needs_no_slow_digest() -> None:
+    """Nothing to guess: the digest of no values is the fast v1 one, and it still verifies."""
+    fields = build.environment_fields({})
+    assert fields == {"environment_sha256": build.environment_digest({})}
+    assert build.environment_verifies(fields, {}) is True
+    assert build.environment_verifies(fields, {"X": "1"}) is False

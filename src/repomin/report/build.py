@@ -59,7 +59,11 @@ def environment_scrypt(env: Mapping[str, str], salt: bytes, *, n: int, r: int, p
 
 def environment_fields(env: Mapping[str, str], *, salt: bytes | None = None) -> dict[str, Any]:
     """The report's digest of the explicit values with a fresh random salt (values never leave
-    the machine): ``environment_sha256`` and the fields that say how it was made."""
+    the machine): ``environment_sha256`` and the fields that say how it was made. Without an
+    explicit variable there is no value to guess: the digest of nothing is the fast v1 one
+    (no scheme fields), which spares every such report scrypt's 0.4 s and 128 MiB."""
+    if not env:
+        return {"environment_sha256": environment_digest(env)}
     salt = secrets.token_bytes(SALT_BYTES) if salt is None else salt
     return {
         "environment_sha256": environment_scrypt(env, salt, **SCRYPT_PARAMETERS),
