@@ -1,13 +1,15 @@
 """Seeded Monte Carlo of whole reductions through ``execute()`` (in-process, no subprocess).
 
-The case of issue 12: a source whose failure reproduces with probability 0.9, where deleting
-``bad.txt`` drops the rate to exactly θ (the candidate threshold learnt from *this* reduction's
-baseline, so the deletion is a bad candidate at the boundary, the hardest case for the test),
-deleting ``keep.txt`` drops it to 0, and ``junk*.txt`` are irrelevant. A false acceptance is an
-exported payload without ``bad.txt``. Interruptions are simulated kills: the runner raises
-:class:`Killed` (a ``BaseException``, like SIGKILL nothing catches it) at a random sample, and
-the reduction is rerun with ``--resume`` (or afresh when the kill came before a session could
-keep anything), exactly as a user would.
+The case of issue 12: a source whose failure reproduces with probability ``rate`` (0.9 by
+default), where deleting ``bad.txt`` drops the rate to exactly θ (the candidate threshold learnt
+from *this* reduction's baseline, so the deletion is a bad candidate at the boundary, the hardest
+case for the test), deleting ``keep.txt`` drops it to 0, and ``junk*.txt`` are irrelevant
+(``junk`` of them, in a few directories: a generated tree). Without ``bad`` the source has no
+``bad.txt`` and the payload is ``keep.txt`` alone. A false acceptance is an exported payload
+without ``bad.txt``. Interruptions are simulated kills: the runner raises :class:`Killed` (a
+``BaseException``, like SIGKILL nothing catches it) at a random sample, and the reduction is
+rerun with ``--resume`` (or afresh when the kill came before a session could keep anything),
+exactly as a user would.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 from repomin.app.reduce import ReduceOptions, execute
 from repomin.app.session import default_session_dir
+from repomin.errors import BaselineError
 from repomin.failure.contract import FailureSpec
 from repomin.runners.base import Outcome, RunRequest
 from repomin.sampling import stats
@@ -32,16 +35,29 @@ SOURCE_RATE = 0.9
 FILES = {"keep.txt": "needed\n", "bad.txt": "lowers the rate\n", "junk1.txt": "x\n"}
 
 
+def files(junk: int = 1, bad: bool = True) -> dict[str, str]:
+    """The source: ``keep.txt``, ``bad.txt`` (when ``bad``) and ``junk`` irrelevant files, the
+    first as ``junk1.txt`` (the original case), the others spread over three directories."""
+    tree = {name: text for name, text in FILES.items() if bad or name != "bad.txt"}
+    for i in range(2, junk + 1):
+        tree[f"d{i % 3}/junk{i}.txt"] = f"irrelevant {i}\n" * (1 + i % 4)
+    return tree
+
+
 class Killed(BaseException):
     """A simulated kill of the ReproMin process at a sample."""
 
 
 class BernoulliRunner(StubRunner):
-    """Reproduces with probability 0.9 / θ / 0 by which files the tree holds (seeded)."""
+    """Reproduces with probability ``rate`` / θ / 0 by which files the tree holds (seeded)."""
 
-    def __init__(self, seed: int, config: SamplingConfig) -> None:
+    def __init__(
+        self, seed: int, config: SamplingConfig, rate: float = SOURCE_RATE, bad: bool = True
+    ) -> None:
         self.rng = random.Random(seed)
         self.config = config
+        self.source_rate = rate
+        self.bad = bad
         self.baseline: dict[int, bool] = {}
         self.theta: float | None = None
         self.kill_at: int | None = None  # kill at this call of the current attempt
@@ -52,9 +68,11 @@ class BernoulliRunner(StubRunner):
     def rate(self, tree: Tree) -> float:
         if "keep.txt" not in tree:
             return 0.0
-        if "bad.txt" in tree:
-            return SOURCE_RATE
-        assert self.theta is not None, "a candidate was run before the baseline"
+        if "bad.txt" in tree or not self.bad:
+            return self.source_rate
+        if self.theta is None:  # the first sample after the (adaptive) baseline
+            self._learn()
+        assert self.theta is not None
         return self.theta
 
     def run(self, tree: Tree, request: RunRequest) -> Outcome:
@@ -64,22 +82,20 @@ class BernoulliRunner(StubRunner):
                 self.kill_at = None
                 raise Killed()
             self.total += 1
-            ok = self.rng.random() < self.rate(tree)
             label = request.sample_id.rsplit("-", 1)[0]
+            if label == "baseline-0":  # a baseline starts (again): θ is learnt after it
+                self.baseline, self.theta = {}, None
+            ok = self.rng.random() < self.rate(tree)
             if label.startswith("baseline-"):
-                i = int(label.split("-")[1])
-                if i == 0:
-                    self.baseline = {}
-                self.baseline[i] = ok
-                if len(self.baseline) == self.config.baseline_runs:
-                    self._learn()
+                self.baseline[int(label.split("-")[1])] = ok
         if ok:
             return Outcome(exit_code=1, stderr=b"Traceback...\nBUG: reproduced\n")
         return Outcome(exit_code=0, stdout=b"ok\n")
 
     def _learn(self) -> None:
-        """θ as the reduction itself learns it from this baseline (the real code path)."""
-        n = self.config.baseline_runs
+        """θ as the reduction itself learns it from this baseline (the real code path): from
+        every run the adaptive baseline made (its looks decide how many)."""
+        n = len(self.baseline)
         passes = sum(self.baseline.values())
         lower = stats.lower_bound(passes, n, self.config.confidence)
         self.theta = SamplingPolicy.learn(self.config, passes, n, lower).theta
@@ -91,6 +107,8 @@ class Trial:
     exit_code: int
     interruptions: int
     runs: int
+    payload: frozenset[str] = frozenset()
+    execution: dict[str, Any] | None = None  # the report's execution block
 
 
 def reduce_once(
@@ -100,12 +118,15 @@ def reduce_once(
     *,
     kill_window: int = 45,
     jobs: int = 1,
+    rate: float = SOURCE_RATE,
+    junk: int = 1,
+    bad: bool = True,
     **sampling: Any,
 ) -> Trial:
     """One reduction of the case with ``interruptions`` kills at uniformly random samples."""
     src = root / "src"
-    src.mkdir(parents=True)
-    for name, text in FILES.items():
+    for name, text in files(junk, bad).items():
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
         (src / name).write_text(text)
     config = SamplingConfig(**sampling)
     options = ReduceOptions(
@@ -117,7 +138,7 @@ def reduce_once(
         sampling=config,
         jobs=jobs,
     )
-    runner = BernoulliRunner(seed, config)
+    runner = BernoulliRunner(seed, config, rate, bad)
     kills = random.Random(seed ^ 0x5EED)
     done = 0
     try:
@@ -132,9 +153,15 @@ def reduce_once(
             except Killed:
                 done += 1
                 continue
+            except BaselineError:  # refused (exit 2): the baseline could not reach the rate
+                return Trial(False, 2, done, runner.total)
             runner.kill_at = None
-            bad_deleted = not (options.output / "bad.txt").exists()
-            return Trial(bad_deleted, result.exit_code, done, runner.total)
+            bad_deleted = bad and not (options.output / "bad.txt").exists()
+            payload = frozenset(
+                str(p.relative_to(options.output)) for p in options.output.rglob("*") if p.is_file()
+            )
+            execution = dict(result.report["execution"])
+            return Trial(bad_deleted, result.exit_code, done, runner.total, payload, execution)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -144,8 +171,10 @@ def _fields(options: ReduceOptions) -> dict[str, Any]:
 
 
 def run_trials(
-    root: Path, seeds: range, interruptions: int, jobs: int = 1, **sampling: Any
+    root: Path, seeds: range, interruptions: int, jobs: int = 1, **case: Any
 ) -> list[Trial]:
+    """``reduce_once`` per seed; ``case``: ``rate``, ``junk``, ``bad``, ``kill_window`` and
+    sampling options."""
     return [
-        reduce_once(root / f"t{seed}", seed, interruptions, jobs=jobs, **sampling) for seed in seeds
+        reduce_once(root / f"t{seed}", seed, interruptions, jobs=jobs, **case) for seed in seeds
     ]

@@ -188,6 +188,8 @@ def test_low_baseline_rate_aborts(tmp_path: Path) -> None:
         "0.5",
         "--jobs",
         "1",
+        "--user-shell-runs",
+        "0",  # no diagnosis run in this shell: the counter counts baseline runs only
     )
     # 9 of 10 passes are needed for a lower bound of 0.5: after two runs that did not
     # reproduce, the rejection is certain and the baseline stops.

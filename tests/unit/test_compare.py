@@ -457,3 +457,16 @@ def test_salted_environment_digests_compare_by_names_only() -> None:
     assert "environment_changed" not in codes(build_comparison([first, second]))
     second["execution"]["environment_names"] = ["OTHER"]
     assert "environment_changed" in codes(build_comparison([first, second]))
+
+
+def test_a_different_home_is_an_environment_change() -> None:
+    first, second = base(), base()
+    second["execution"]["home"] = "inherit"
+    assert "environment_changed" in codes(build_comparison([first, second]))
+
+
+def test_a_report_from_before_home_compares_as_fresh() -> None:
+    first, second = base(), base()
+    first["execution"].pop("home", None)
+    second["execution"]["home"] = "fresh"
+    assert "environment_changed" not in codes(build_comparison([first, second]))

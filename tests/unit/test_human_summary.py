@@ -179,3 +179,17 @@ def test_printed_replay_commands_name_every_recorded_environment_variable() -> N
     rep["execution"]["environment_names"] = ["API_TOKEN", "MODE"]
     md = render_repomin_md(rep, "out", [])
     assert "--env API_TOKEN --env MODE --yes" in md
+
+
+def test_the_by_hand_command_keeps_your_home_for_an_inherit_report() -> None:
+    rep = report()
+    assert 'HOME="$d/tmp"' in render_repomin_md(rep, "out", [])
+    rep["execution"]["home"] = "inherit"
+    md = render_repomin_md(rep, "out", [])
+    assert 'HOME="$HOME"' in md and 'HOME="$d/tmp"' not in md
+
+
+def test_the_printed_replay_command_passes_home_inherit_for_an_inherit_report() -> None:
+    rep = report()
+    rep["execution"]["home"] = "inherit"
+    assert "--home inherit --yes" in render_repomin_md(rep, "out", [])

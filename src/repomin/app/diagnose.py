@@ -11,11 +11,18 @@
   not reproduce and the selection ignored something: if that run reproduces, the ignored paths
   are needed, and it raises :class:`UsageError` (exit 2) naming them with file counts per rule
   and the option that keeps them.
+* :func:`your_shell_note` says what one run in the user's own shell showed when the baseline
+  did not reproduce (the caller makes that run: ``repomin.app.pipeline``): when the failure
+  reproduces there, the difference is the samples' environment, most often their fresh empty
+  HOME, and the note names what the samples looked for under HOME that the user's HOME has
+  (:func:`home_reads`, from a traced run), else the usual toolchain directories the user's HOME
+  has (:func:`home_paths_present`), and the fix: ``--home inherit``.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import glob
 import os
 import re
 import signal
@@ -41,6 +48,41 @@ TAIL_LINES = 12
 LINE_CHARS = 200
 #: The unfiltered tree is read for the ignore check only up to this size (it is held in memory).
 UNFILTERED_LIMIT = 256 * 1024 * 1024
+
+#: Where toolchains, packages and their settings commonly live under HOME (globs): rustup and
+#: cargo, ``pip install --user``, Maven, Gradle, npm, nvm, pyenv, SDKMAN!, and their kin.
+COMMON_HOME_PATHS = (
+    ".rustup",
+    ".cargo",
+    ".local/lib/python*/site-packages",
+    ".m2",
+    ".gradle",
+    ".npm",
+    ".npmrc",
+    ".nvm",
+    ".pyenv",
+    ".sdkman",
+    ".rbenv",
+    ".gem",
+    ".volta",
+    ".asdf",
+    ".ivy2",
+    ".sbt",
+    ".cabal",
+    ".ghcup",
+    ".stack",
+    ".opam",
+    ".nuget",
+    ".dotnet",
+    ".julia",
+    ".deno",
+    ".bun",
+    "go",
+    ".config/pip",
+    ".gitconfig",
+)
+#: At most this many paths under HOME are named in one note.
+HOME_NAMED = 6
 
 
 def check_command(command: str) -> None:
@@ -297,6 +339,90 @@ def check_ignored(
     return f"one run with the {ignored} ignored files included did not reproduce either"
 
 
+def home_paths_present(home: str) -> list[str]:
+    """The :data:`COMMON_HOME_PATHS` that exist in ``home``, as ``~/...``."""
+    found: list[str] = []
+    for pattern in COMMON_HOME_PATHS:
+        for path in sorted(glob.glob(os.path.join(glob.escape(home), pattern))):
+            found.append("~/" + os.path.relpath(path, home))
+    return found
+
+
+def home_reads(outside: Sequence[tuple[str, bool]], home: str) -> list[str]:
+    """What a traced sample looked for under its HOME and did not find, but ``home`` has: the
+    ``~/...`` paths of the trace's outside accesses (``repomin.analysis.trace``), in the order
+    first named, without those inside another one named."""
+    named: list[str] = []
+    for path, found in outside:
+        if found or not path.startswith("~/") or path in named:
+            continue
+        if os.path.lexists(os.path.join(home, path[2:])):
+            named.append(path)
+    return [p for p in named if not any(p.startswith(q.rstrip("/") + "/") for q in named)]
+
+
+def _listed(paths: Sequence[str]) -> str:
+    """At most :data:`HOME_NAMED` of ``paths``, escaped (a traced run names them)."""
+    shown = ", ".join(escape(p) for p in paths[:HOME_NAMED])
+    return shown + (f" and {len(paths) - HOME_NAMED} more" if len(paths) > HOME_NAMED else "")
+
+
+def your_shell_note(
+    reproduced: bool,
+    *,
+    home: str,
+    read_only: bool = False,
+    traced: bool = False,
+    reads: Sequence[str] = (),
+    present: Sequence[str] = (),
+    variables: Sequence[str] = (),
+) -> str:
+    """The final error's note on one run of the command in the user's own shell, after a
+    baseline in which no run reproduced.
+
+    ``home``: the samples' ``--home`` (``inherit`` also when ``--env HOME`` gave them one);
+    ``read_only``: an inherited HOME is read-only for them (the namespace); ``traced``: a
+    traced sample's strace log was read, and ``reads`` is what it looked for under HOME that
+    the user's HOME has (:func:`home_reads`); ``present``: the usual toolchain paths the user's
+    HOME has (:func:`home_paths_present`, named when no log says better); ``variables``: the
+    names of the user's environment that samples do not see."""
+    if not reproduced:
+        return "one run in your own shell (your HOME and environment) did not reproduce either"
+    seen = "read-only" if read_only else "writable"
+    fix = f"rerun with --home inherit (the samples then see your HOME: {seen} here)"
+    more = (
+        f"your environment sets {len(variables)} variables the samples do not see "
+        f"({_listed(variables)}): pass the ones the command needs with --env NAME"
+        if variables
+        else ""
+    )
+    head = "the failure reproduces in your own shell but in no baseline run"
+    if home == "inherit":
+        written = "; a tool that must write under HOME fails there" if read_only else ""
+        return (
+            f"{head}; the samples see your HOME ({seen}{written}) but not the rest of your "
+            "environment" + (f": {more}" if more else "")
+        )
+    if reads:
+        return (
+            f"{head}: the samples' HOME is a fresh empty directory, and they looked for "
+            f"{_listed(reads)} there, which your HOME has; {fix}"
+        )
+    if traced:
+        return (
+            f"{head}; a traced sample looked for nothing under its (fresh, empty) HOME that "
+            "yours has" + (f": {more}" if more else "") + f"; else {fix}"
+        )
+    if present:
+        return (
+            f"{head}: the samples' HOME is a fresh empty directory, and your HOME has "
+            f"{_listed(present)} (where toolchains and packages live); {fix}"
+        )
+    return f"{head}: the samples get a fresh empty HOME and only PATH, LANG and --env; {fix}" + (
+        f", or {more}" if more else ""
+    )
+
+
 def watched_baseline(
     oracle: Oracle,
     source: Tree,
@@ -304,12 +430,14 @@ def watched_baseline(
     src: Path,
     progress: Progress,
     stopping: Callable[[], bool] = lambda: False,
+    in_your_shell: Callable[[], str] | None = None,
 ) -> Baseline:
     """``oracle.run_baseline`` with a :class:`BaselineWatch` on ``on_baseline_run`` (the first
-    failing run is a notice at once). On :class:`BaselineError` the error gets the watch's note
-    and :func:`check_ignored`'s (which raises exit 2 itself when ignored files are needed).
-    While ``stopping`` nothing is diagnosed and the error is passed on as it is (the caller
-    turns it into "interrupted")."""
+    failing run is a notice at once). On :class:`BaselineError` the error gets the watch's note,
+    :func:`check_ignored`'s (which raises exit 2 itself when ignored files are needed) and,
+    when no baseline run reproduced, ``in_your_shell()``'s (:func:`your_shell_note` on one
+    run in the user's own shell; "" for none). While ``stopping`` nothing is diagnosed
+    and the error is passed on as it is (the caller turns it into "interrupted")."""
     watch = BaselineWatch(lambda: oracle.contract, progress.notice, stopping)
     hooks = oracle.hooks
     oracle.attach(replace(hooks, on_baseline_run=lambda _i, outcome, _m: watch(outcome)))
@@ -324,7 +452,10 @@ def watched_baseline(
             return oracle.sample(tree, "ignore-check", phase=None, budgeted=False)
 
         ignored = check_ignored(src, selection, run_once, oracle.contract)
-        notes = "".join(f"; {n}" for n in (watch.note, ignored) if n)
+        shell = ""  # only when no run reproduced: a failure seen in a sample is not blocked there
+        if in_your_shell is not None and watch.runs and not watch.reproduced and not stopping():
+            shell = in_your_shell()
+        notes = "".join(f"; {n}" for n in (watch.note, ignored, shell) if n)
         raise BaselineError(exc.message + notes) from None
     finally:
         oracle.attach(replace(oracle.hooks, on_baseline_run=hooks.on_baseline_run))

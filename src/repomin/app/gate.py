@@ -24,9 +24,10 @@ from dataclasses import replace
 from repomin.analysis.trace import TraceResult
 from repomin.app import pipeline as stage
 from repomin.app.session import Session
+from repomin.app.user_shell import plan
 from repomin.errors import Interrupted
 from repomin.report import execution as rx
-from repomin.sampling.budget import StopSearch
+from repomin.sampling.budget import StopSearch, after_search_seconds
 from repomin.sampling.policy import MAX_GATES
 from repomin.search.reducer import ReductionResult
 from repomin.tree import Tree
@@ -45,9 +46,12 @@ def search_and_validate(
     (budget, interrupt, nothing accepted, gates spent) the last result is returned as is.
     A resumed session whose journal ends with a failed gate backtracks before searching."""
     oracle, session = ctx.oracle, baselined.session
-    if session is not None and ctx.options.resume and session.pending_backtrack():
+    pending = session is not None and ctx.options.resume and session.pending_backtrack()
+    _show_resumed(ctx, baselined, pending)
+    if pending:
         baselined = _backtrack_after(ctx, baselined, baselined.initial)
     _show_session_notes(ctx, session)
+    _keep_time_after_search(ctx, baselined)
     searched = stage.search_stage(ctx, baselined, trace, protected)
     searched, final = _validate(ctx, searched, session)
     while (
@@ -81,7 +85,11 @@ def _backtrack_after(
 def _validate(
     ctx: stage.Context, searched: ReductionResult, session: Session | None
 ) -> tuple[ReductionResult, rx.FinalRuns]:
-    """The final test; an interrupt during it ends the reduction (``interrupted``)."""
+    """The final test; an interrupt during it ends the reduction (``interrupted``). Under
+    ``--deadline`` a final test that does not fit in the time left does not run at all."""
+    _show_search_cut(ctx)
+    if not _final_test_fits(ctx, searched):
+        return searched, _no_final_test(ctx, searched)
     try:
         return searched, stage.validate_stage(ctx, searched)
     except StopSearch:
@@ -119,3 +127,112 @@ def _show_session_notes(ctx: stage.Context, session: Session | None) -> None:
     if session is not None:
         for note in session.take_notes():
             ctx.progress.notice(note)
+
+
+def _show_resumed(ctx: stage.Context, baselined: stage.Baselined, pending: bool) -> None:
+    """What ``--resume`` found, said once before the search goes on."""
+    if baselined.session is None or not ctx.options.resume:
+        return
+    base, tree = baselined.baseline, baselined.initial
+    backtrack = (
+        "a failed final test is pending: backtracking first" if pending else "no backtrack pending"
+    )
+    restored = "restored" if not base.outcomes else "rerun"  # a stored one keeps no outcomes
+    ctx.progress.notice(
+        f"resuming: baseline {restored} ({base.passes}/{base.runs} runs reproduced); "
+        f"{len(ctx.oracle.cache)} trees already decided; "
+        f"{len(baselined.history) - 1} accepted mutations; the incumbent has "
+        f"{tree.file_count} files, {tree.byte_count} B; {backtrack}"
+    )
+
+
+# -- --deadline -------------------------------------------------------------------------------
+
+
+def mean_run_seconds(ctx: stage.Context) -> float:
+    """The mean wall time of the oracle's runs so far: what one more run is estimated to take."""
+    ledger = ctx.ledger
+    return ledger.sample_wall_seconds / ledger.samples if ledger.samples else 0.0
+
+
+def _shell_checked(ctx: stage.Context) -> bool:
+    """Whether the runs in your shell apply to these samples (``pipeline.user_shell_stage``
+    skips them for Docker and cluster samples)."""
+    runner = ctx.runner
+    return runner.backend == "host" and runner.describe().get("dispatch_engine") is None
+
+
+def _keep_time_after_search(ctx: stage.Context, baselined: stage.Baselined) -> None:
+    """``--deadline``: the search stops when the time left is what the final test, the runs
+    in your shell and the holdout are estimated to take at this ``--jobs`` (re-estimated from
+    the mean run at every budgeted sample; the baseline's counts stand in for the final test's
+    in the plan of the runs in your shell)."""
+    options, deadline = ctx.options, ctx.options.budget.deadline
+    if deadline is None:
+        return
+    base = baselined.baseline
+    shell = 0
+    if options.user_shell_runs and _shell_checked(ctx):
+        confidence = options.sampling.confidence
+        shell = plan(options.user_shell_runs, base.passes, base.runs, confidence)[0]
+    holdout = options.holdout.runs if options.holdout is not None else 0
+    final = ctx.oracle.planned_final_runs()
+
+    def estimate() -> float:
+        return after_search_seconds(
+            mean_run_seconds(ctx),
+            jobs=options.jobs,
+            final_runs=final,
+            shell_runs=shell,
+            holdout_runs=holdout,
+        )
+
+    deadline.keep_after_search(estimate)
+
+
+def _show_search_cut(ctx: stage.Context) -> None:
+    deadline = ctx.options.budget.deadline
+    if deadline is None or "search" not in deadline.cuts:
+        return
+    ctx.progress.notice(
+        f"deadline: the search stops with {max(0.0, deadline.left()):.1f} s left of --deadline "
+        f"{deadline.seconds:g} s, for the final test, the runs in your shell and the export "
+        f"(estimated at {mean_run_seconds(ctx):.2f} s a run)"
+    )
+
+
+def _final_test_fits(ctx: stage.Context, searched: ReductionResult) -> bool:
+    """Whether the whole final test fits before ``--deadline`` (it is never shortened: its
+    size is the policy's, and the report's evidence is that test)."""
+    deadline = ctx.options.budget.deadline
+    if deadline is None or searched.stop_reason == "interrupted":
+        return True
+    planned = ctx.oracle.planned_final_runs()
+    if not planned:
+        return True
+    need = after_search_seconds(
+        mean_run_seconds(ctx), jobs=ctx.options.jobs, final_runs=planned, shell_runs=0,
+        holdout_runs=0,
+    )  # fmt: skip
+    if need <= deadline.left():
+        return True
+    deadline.cut("final_test")
+    ctx.progress.notice(
+        f"deadline: no time for the final test ({planned} runs, about {need:.1f} s; "
+        f"{max(0.0, deadline.left()):.1f} s left of --deadline {deadline.seconds:g} s): the "
+        "best tree so far is exported WITHOUT a final test (exit 1)"
+    )
+    return False
+
+
+def _no_final_test(ctx: stage.Context, searched: ReductionResult) -> rx.FinalRuns:
+    """The record of a final test that did not run (as after an interrupt: no runs)."""
+    if ctx.timeouts is not None:
+        ctx.timeouts.disarm()  # the holdout's runs get the full --timeout
+    ctx.progress.stage("final", 0)
+    alpha = ctx.oracle.policy.alpha
+    final = rx.FinalRuns(
+        passes=0, runs=0, exit_code=None, passed=False, duration=0.0, alpha=alpha, gate=None
+    )
+    rx.final_event(ctx.ledger, final, searched.tree)
+    return final

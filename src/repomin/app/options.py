@@ -59,6 +59,9 @@ class ReduceOptions:
     #: works here, else the supervisor; ``namespace``: required, exit 2 when it cannot be made).
     #: Not part of the session configuration: the report records what was used.
     isolation: str = "auto"
+    #: ``--home``: the host samples' HOME (``fresh``: a private empty one per sample;
+    #: ``inherit``: the user's, read-only in the namespace; see ``repomin.runners.host``).
+    home: str = "fresh"
     #: ``--user-shell-runs``: runs of the payload in the user's own shell before export (0:
     #: skipped; not part of the session configuration).
     user_shell_runs: int = 3
@@ -74,6 +77,17 @@ class ReduceOptions:
             raise UsageError(f"--timeout {self.timeout} must be positive (seconds)")
         if self.jobs < 1:
             raise UsageError(f"--jobs {self.jobs} must be at least 1")
+        if self.home not in ("fresh", "inherit"):
+            raise UsageError(f"--home {self.home!r} must be fresh or inherit")
+        if self.home == "inherit" and self.backend != "host":
+            raise UsageError(
+                "--home inherit is for the host runner: a container has its own HOME (drop "
+                "--home or use --backend host)"
+            )
+        if self.home == "inherit" and "HOME" in self.env:
+            raise UsageError(
+                "--home inherit and --env HOME both set the samples' HOME; pass one of them"
+            )
         if self.user_shell_runs < 0:
             raise UsageError(f"--user-shell-runs {self.user_shell_runs} must be 0 or more")
         unknown = [p for p in self.schedule if p not in REGISTRY]
@@ -110,6 +124,7 @@ class ReduceOptions:
             "reduction_strategy": self.reduction_strategy,
             # only when set, so that sessions written before the flag existed still resume
             **({"keep_rate": True} if self.keep_rate else {}),
+            **({"home": "inherit"} if self.home == "inherit" else {}),
         }
 
 

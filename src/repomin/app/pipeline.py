@@ -12,6 +12,8 @@ and returns its own record (events, ``execution``: :mod:`repomin.report.executio
 
 from __future__ import annotations
 
+import os
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -24,14 +26,27 @@ from repomin.analysis.failingcall import Call, Frame, capture_calls
 from repomin.analysis.semantic import no_provenance
 from repomin.analysis.source_access import SourceAccess, forbidden_roots, source_visible
 from repomin.analysis.trace import TraceResult, disabled, trace_opened_files
-from repomin.app.diagnose import watched_baseline
+from repomin.app.diagnose import (
+    home_paths_present,
+    home_reads,
+    provisionally_reproduces,
+    watched_baseline,
+    your_shell_note,
+)
 from repomin.app.export import check_output_location, export_payload
 from repomin.app.options import ReduceOptions
 from repomin.app.pass_instances import pass_instances
 from repomin.app.progress import Progress
 from repomin.app.selection import Selection, SelectionOptions, select
 from repomin.app.session import Session, StoredBaseline
-from repomin.app.user_shell import ShellCheck, check_in_user_shell, plan, user_environment
+from repomin.app.user_shell import (
+    SAMPLE_NAMES,
+    ShellCheck,
+    check_in_user_shell,
+    plan,
+    run_in_user_shell,
+    user_environment,
+)
 from repomin.app.versions import probe_versions
 from repomin.errors import BaselineError, Interrupted, ReproMinError
 from repomin.passes import STALL_ONLY
@@ -124,6 +139,7 @@ def baseline_stage(ctx: Context, selected: Selected, session: Session | None) ->
         oracle.restore(policy, stored.signature, stored.identity)
         baseline = stored.baseline
     else:
+        oracle.attach(replace(oracle.hooks, on_baseline_look=_baseline_goes_on(ctx)))
         baseline = _run_baseline(ctx, selected, session)
     ctx.progress.update(theta=oracle.policy.theta)
     rx.baseline_event(
@@ -144,6 +160,21 @@ def baseline_stage(ctx: Context, selected: Selected, session: Session | None) ->
     )
     _show_identity(ctx)
     return Baselined(baseline, session, history[-1], history)
+
+
+def _baseline_goes_on(ctx: Context) -> Callable[[int, int, float, int], None]:
+    """The adaptive baseline's notice when a look falls short and it runs on."""
+    rate = ctx.oracle.config.min_baseline_rate
+
+    def show(runs: int, passes: int, lower: float, next_look: int) -> None:
+        ctx.progress.notice(
+            f"baseline {passes}/{runs}: lower bound {lower:.3f} is below --min-baseline-rate "
+            f"{rate}; running {next_look - runs} more (at most "
+            f"{ctx.oracle.config.baseline_looks[-1]} in all)"
+        )
+        ctx.progress.stage("baseline", next_look - runs)
+
+    return show
 
 
 def _persisted(ctx: Context, session: Session) -> Callable[[str, Verdict], None]:
@@ -182,6 +213,7 @@ def _run_baseline(ctx: Context, selected: Selected, session: Session | None) -> 
             ctx.options.src,
             ctx.progress,
             stopping=ctx.stop.is_set,
+            in_your_shell=lambda: _your_shell_diagnosis(ctx, selected.source),
         )
     except StopSearch:
         raise Interrupted(interrupted) from None
@@ -197,6 +229,46 @@ def _run_baseline(ctx: Context, selected: Selected, session: Session | None) -> 
             StoredBaseline(baseline, ctx.oracle.policy, contract.signature, contract.identity)
         )
     return baseline
+
+
+def _your_shell_diagnosis(ctx: Context, tree: Tree) -> str:
+    """After a baseline in which no run reproduced: one run of the command in the user's own
+    shell on a fresh copy of ``tree`` (:func:`repomin.app.user_shell.run_in_user_shell`) and,
+    when the failure reproduces there and the samples' HOME is a fresh one, one traced sample
+    for what they looked for under HOME (:func:`repomin.app.diagnose.your_shell_note`).
+    Nothing runs in the user's shell with ``--user-shell-runs 0``, nor for Docker or a cluster
+    (their samples never had the user's environment); "" then."""
+    options, runner = ctx.options, ctx.runner
+    if options.user_shell_runs == 0 or runner.backend != "host":
+        return ""
+    described = runner.describe()
+    if described.get("dispatch_engine") is not None:
+        return ""
+    ctx.progress.stage("your shell (diagnosis)", 1)
+    env = user_environment(options.env)
+    outcome = run_in_user_shell(tree, options.command, env, options.timeout, stop=ctx.stop.is_set)
+    if outcome is None:
+        return ""
+    home = os.path.expanduser("~")
+    mode = "inherit" if options.home == "inherit" or "HOME" in options.env else "fresh"
+    reproduced = provisionally_reproduces(ctx.oracle.contract, outcome)
+    reads: list[str] = []
+    traced = False
+    strace = shutil.which("strace", path=env.get("PATH")) is not None
+    if reproduced and mode == "fresh" and "trace" in options.schedule and strace:
+        ctx.progress.stage("traced run (diagnosis)", 1)
+        trace = traced_run(ctx, tree, ("strace",), reproduces=lambda _outcome: False)
+        traced = trace.method == "strace"
+        reads = home_reads(trace.outside, home)
+    return your_shell_note(
+        reproduced,
+        home=mode,
+        traced=traced,
+        read_only=described.get("sample_isolation") == "namespace" and "HOME" not in options.env,
+        reads=reads,
+        present=home_paths_present(home) if reproduced and not traced else [],
+        variables=sorted(n for n in env if n not in SAMPLE_NAMES and n not in options.env),
+    )
 
 
 # -- trace ------------------------------------------------------------------------------------
@@ -333,7 +405,7 @@ def _on_accept(ctx: Context, session: Session | None, m: Mutation) -> None:
 
 
 def validate_stage(ctx: Context, searched: ReductionResult) -> rx.FinalRuns:
-    """Fixed-size final runs of the accepted tree (none after an interrupt)."""
+    """The final test's runs of the accepted tree (none after an interrupt)."""
     best = searched.tree
     if ctx.timeouts is not None:
         ctx.timeouts.disarm()
@@ -344,15 +416,18 @@ def validate_stage(ctx: Context, searched: ReductionResult) -> rx.FinalRuns:
     ctx.progress.update(files=best.file_count, bytes=best.byte_count)
     gate, alpha = ctx.oracle.take_gate() if planned else (None, ctx.oracle.policy.alpha)
     ahead = ctx.prefetch.take(best, planned) if ctx.prefetch else None  # after the gate
-    passes, runs, exit_code = ctx.oracle.final_validation(best, planned, outcomes=ahead)
+    # up to ``planned`` runs: the test stops once its outcome is certain (statistics.md §2a)
+    sample = ctx.oracle.final_validation(best, planned, outcomes=ahead, alpha=alpha)
     final = rx.FinalRuns(
-        passes,
-        runs,
-        exit_code,
-        ctx.oracle.policy.final_passed(passes, runs, alpha),
+        sample.passes,
+        sample.runs,
+        sample.exit_code,
+        ctx.oracle.policy.final_passed(sample.passes, sample.runs, alpha),
         time.monotonic() - t0,
         alpha,
         gate,
+        sample.planned,
+        sample.stopped_early,
     )
     rx.final_event(ctx.ledger, final, best)
     return final

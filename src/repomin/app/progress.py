@@ -18,10 +18,11 @@ The pipeline feeds a :class:`Progress` with *events* and never with pre-rendered
 
 :class:`LiveProgress` redraws on rich's auto-refresh thread (:data:`REFRESH_HZ` per second)
 from a snapshot of that state, so the clock, the in-flight count and the age of the oldest
-running sample move while a run is in flight. :class:`LogProgress` prints messages and notices as
-plain lines (pipes with ``--verbose``); :class:`NoticeProgress` prints only notices (pipes);
-:class:`NullProgress` is silent (``--quiet``). All
-methods are thread-safe: samples finish on worker threads.
+running sample move while a run is in flight. In a pipe (stderr not a terminal)
+:class:`NoticeProgress` prints notices, one plain line per stage (:func:`stage_line`) and, when
+:data:`HEARTBEAT_SECONDS` passed without a line, the status line (:func:`render_line`);
+:class:`LogProgress` prints messages too (``--verbose``). :class:`NullProgress` is silent
+(``--quiet``). All methods are thread-safe: samples finish on worker threads.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ if TYPE_CHECKING:
 
 #: Redraws per second of the live line (the issue asks for at least 2).
 REFRESH_HZ = 4
+
+#: In a pipe, seconds without a line after which the status line is printed (at most one per
+#: this many seconds; stage lines come as they happen).
+HEARTBEAT_SECONDS = 30.0
 
 
 class Progress(Protocol):
@@ -89,25 +94,6 @@ class NullProgress:
 
     def stop(self) -> None:
         pass
-
-
-def _print_lines(text: str) -> None:
-    for line in text.splitlines():
-        print(f"repomin: {line}", file=sys.stderr, flush=True)
-
-
-class NoticeProgress(NullProgress):
-    """Notices only, as plain lines on stderr (pipes)."""
-
-    def notice(self, text: str) -> None:
-        _print_lines(text)
-
-
-class LogProgress(NoticeProgress):
-    """Messages and notices as plain lines on stderr (pipes with --verbose)."""
-
-    def message(self, text: str) -> None:
-        _print_lines(text)
 
 
 @dataclass(slots=True)
@@ -257,6 +243,147 @@ def render_line(snap: Snapshot) -> str:
             theta,
         )
     )
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _size(snap: Snapshot) -> str:
+    if snap.files is None or snap.bytes is None:
+        return "size ?"
+    return f"{_plural(snap.files, 'file')}, {human_bytes(snap.bytes)}"
+
+
+def stage_line(snap: Snapshot, label: str) -> str:
+    """One stage's plain line: ``m:ss LABEL: N files, B; R runs; A accepted``."""
+    return (
+        f"{clock(snap.elapsed)} {label}: {_size(snap)}; {_plural(snap.runs, 'run')}; "
+        f"{snap.accepted} accepted"
+    )
+
+
+class NoticeProgress(NullProgress):
+    """The display in a pipe (stderr is not a terminal), as plain ``repomin:`` lines on stderr:
+    every notice; one line per stage (the baseline's when it has ended -- the first θ, so that
+    a baseline that fails or is interrupted says only its error --, the traced run, each pass as
+    it starts, the final test, the runs in your shell, the holdout, the export; a traced or
+    capture run inside a pass is part of the pass); and, from :meth:`start` to :meth:`stop`,
+    :func:`render_line`'s status line whenever ``heartbeat`` seconds passed without a line."""
+
+    def __init__(
+        self,
+        *,
+        heartbeat: float = HEARTBEAT_SECONDS,
+        clock_fn: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.state = ProgressState(clock=clock_fn)
+        self._heartbeat = heartbeat
+        self._lock = threading.Lock()
+        self._said = self.state.started  # when the last line was printed
+        self._baseline = False  # the baseline started and its line is not printed yet
+        self._pass: str | None = None  # the pass running (a traced run in it is its own)
+        self._aside = False  # an event inside the pass (a re-trace, a capture run) is running
+        self._stopped = threading.Event()
+        self._timer: threading.Thread | None = None
+
+    def _print(self, text: str) -> None:
+        with self._lock:
+            for line in text.splitlines():
+                print(f"repomin: {line}", file=sys.stderr, flush=True)
+            self._said = self.state.clock()
+
+    def notice(self, text: str) -> None:
+        self._print(text)
+
+    def start(self) -> None:
+        if self._timer is None and self._heartbeat > 0:
+            self._timer = threading.Thread(target=self._beat, name="repomin-status", daemon=True)
+            self._timer.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._timer is not None and self._timer is not threading.current_thread():
+            self._timer.join()
+
+    def _beat(self) -> None:
+        while True:
+            with self._lock:
+                due = self._said + self._heartbeat
+            if self._stopped.wait(max(0.0, due - self.state.clock())):
+                return
+            if self.state.clock() >= self._said + self._heartbeat:
+                self._print(render_line(self.state.snapshot()))
+
+    def stage(self, name: str, total: int | None = None) -> None:
+        if self._baseline:
+            self._end_baseline()
+        self.state.set_stage(name, total)
+        if name in ("selection", "baseline"):
+            self._baseline = name == "baseline"
+            return
+        if name in _ASIDE and self._pass is not None:
+            self._aside = True
+            return
+        if self._aside and name == self._pass:  # back in the pass after a re-trace
+            self._aside = False
+            return
+        self._pass, self._aside = (None if name in _STAGES else name), False
+        self._print(stage_line(self.state.snapshot(), _label(name, total)))
+
+    def sample_started(self, sample_id: str) -> None:
+        self.state.started_sample(sample_id)
+
+    def sample_finished(self, sample_id: str, reproduced: bool | None = None) -> None:
+        self.state.finished_sample(sample_id)
+
+    def update(self, **fields: Any) -> None:
+        self.state.set_fields(fields)
+        if self._baseline and fields.get("theta") is not None:
+            self._end_baseline()  # the policy is learnt (or restored): the baseline has ended
+
+    def _end_baseline(self) -> None:
+        self._baseline = False
+        snap = self.state.snapshot()
+        done = (  # all its runs (a traced run beside it counts in stage_done too)
+            f"{_plural(snap.stage_total, 'run')} in {snap.stage_elapsed:.1f} s"
+            if snap.stage_total is not None
+            else "restored from the session"
+        )
+        theta = f", θ {snap.theta:.3f}" if snap.theta is not None else ""
+        self._print(stage_line(snap, f"baseline ({done}{theta})"))
+
+
+class LogProgress(NoticeProgress):
+    """The pipe's display with messages too (pipes with --verbose)."""
+
+    def message(self, text: str) -> None:
+        self._print(text)
+
+
+#: Stages that are not passes (the pipe's display names every other stage ``pass NAME``).
+_STAGES = frozenset(
+    (
+        "selection",
+        "baseline",
+        "traced run",
+        "capture run",
+        "final",
+        "your shell",
+        "holdout",
+        "export",
+    )
+)
+
+#: Events that a pass may start inside itself (the display then comes back to the pass).
+_ASIDE = ("traced run", "capture run")
+
+
+def _label(name: str, total: int | None) -> str:
+    label = {"final": "final test"}.get(name, name if name in _STAGES else f"pass {name}")
+    if total is not None and name not in _ASIDE:
+        label += f" ({_plural(total, 'run')})"
+    return label
 
 
 class LiveProgress(NullProgress):

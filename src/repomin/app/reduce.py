@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,18 +28,27 @@ from repomin.analysis.source_access import SourceAccess, judge, source_visible
 from repomin.analysis.trace import TraceResult
 from repomin.app import pipeline as stage
 from repomin.app.export import sidecar_dir, write_sidecar
-from repomin.app.gate import search_and_validate, stopped_before_export
+from repomin.app.gate import mean_run_seconds, search_and_validate, stopped_before_export
 from repomin.app.options import STRATEGY_VERSION, ReduceOptions, parse_env, plan_schedule
 from repomin.app.progress import NullProgress, ObservedRunner, Progress
 from repomin.app.session import Session, default_session_dir
+from repomin.app.user_shell import (
+    ShellCheck,
+    differences,
+    plan,
+    stopped_at_deadline,
+    user_environment,
+)
 from repomin.cluster.wiring import cluster_threads
 from repomin.errors import Interrupted, UsageError
 from repomin.failure.contract import FailureContract
+from repomin.report.execution import FinalRuns
 from repomin.report.human import files_of_tree, render_repomin_md
 from repomin.report.picture import render_pictures
 from repomin.runners.base import Outcome, Runner
 from repomin.runners.host import HostRunner
 from repomin.sampling.accounting import Ledger
+from repomin.sampling.budget import ESTIMATE_MARGIN, StopOrTime, after_search_seconds
 from repomin.sampling.oracle import Oracle, OracleHooks
 from repomin.sampling.parallel import in_background
 from repomin.sampling.rate_guard import KeepRate, attach_keep_rate
@@ -46,6 +56,7 @@ from repomin.sampling.stats.lazy import warm
 from repomin.sampling.timeouts import AdaptiveTimeoutRunner
 from repomin.sampling.verdict import Baseline
 from repomin.search.prefetch import FinalPrefetch
+from repomin.search.reducer import ReductionResult
 from repomin.tree import Tree
 
 __all__ = [
@@ -78,7 +89,7 @@ def default_runner_factory(options: ReduceOptions) -> Runner:
         session = options.session_dir or default_session_dir(options.output)
         hide = (options.output, sidecar_dir(options.output), session)
         inner = (
-            wiring.host_spec(hide, options.src, options.isolation)
+            wiring.host_spec(hide, options.src, options.isolation, options.home)
             if options.backend == "host"
             else wiring.docker_spec(options.backend_options)
         )
@@ -87,7 +98,9 @@ def default_runner_factory(options: ReduceOptions) -> Runner:
         # Samples must not reach SRC, OUTPUT or the session at their paths (issue 18).
         session = options.session_dir or default_session_dir(options.output)
         hide = (options.output, sidecar_dir(options.output), session)
-        return HostRunner(source=options.src, hide=hide, isolation=options.isolation)
+        return HostRunner(
+            source=options.src, hide=hide, isolation=options.isolation, home=options.home
+        )
     if options.backend == "docker":
         from repomin.runners.docker import DockerRunner
 
@@ -151,8 +164,9 @@ def execute(
             access = _source_access(ctx, trace, session)
             keep = _keep_rate(ctx, baselined.baseline)
             searched, final = search_and_validate(ctx, baselined, trace, selected.selection.is_kept)
-            shell = stage.user_shell_stage(ctx, searched, final, trace)
+            shell = _user_shell(ctx, searched, final, trace)
             searched = stopped_before_export(ctx, session, searched)
+            progress.stage("export")
             fp = stage.export_stage(ctx, searched.tree)
             holdout = stage.certify_stage(ctx, searched, fp)
     except BaseException:
@@ -187,7 +201,43 @@ def execute(
         shutil.rmtree(session.root, ignore_errors=True)
     ok = (final.passed or not final.runs) and holdout["status"] in ("not_requested", "certified")
     ok = ok and not shell.failed  # the payload must reproduce where the user runs it
+    deadline = options.budget.deadline
+    ok = ok and (deadline is None or "final_test" not in deadline.cuts)  # exported untested
     return ReduceResult(report, report_path, 0 if ok else 1)
+
+
+def _user_shell(
+    ctx: stage.Context, searched: ReductionResult, final: FinalRuns, trace: TraceResult
+) -> ShellCheck:
+    """The runs in your shell; under ``--deadline`` as many as fit in the time left (after the
+    holdout's estimate), and stopped when that time is over (``deadline_cuts``: user_shell)."""
+    options, deadline = ctx.options, ctx.options.budget.deadline
+    if deadline is None or not options.user_shell_runs or searched.stop_reason == "interrupted":
+        return stage.user_shell_stage(ctx, searched, final, trace)
+    if not final.runs and "final_test" in deadline.cuts:
+        return ShellCheck("skipped", reason="--deadline: no time for the final test")
+    per_run = mean_run_seconds(ctx)
+    holdout = options.holdout.runs if options.holdout is not None else 0
+    after = after_search_seconds(per_run, jobs=options.jobs, final_runs=0, shell_runs=0,
+                                 holdout_runs=holdout)  # fmt: skip
+    until = deadline.at() - after
+    full = plan(options.user_shell_runs, final.passes, final.runs, options.sampling.confidence)[0]
+    fit = int((until - time.monotonic()) // (per_run * (1 + ESTIMATE_MARGIN))) if per_run else full
+    limited = replace(options, user_shell_runs=max(1, min(options.user_shell_runs, fit)))
+    timed = replace(ctx, options=limited, stop=StopOrTime(ctx.stop, until))
+    check = stage.user_shell_stage(timed, searched, final, trace)
+    # skipped after planning runs: stopped before them all (by the time, unless by the user)
+    stopped = check.status == "skipped" and check.planned_runs > 0 and not ctx.stop.is_set()
+    if stopped:
+        deadline.cut("user_shell")
+        found = partial(differences, trace.outside, user_environment(options.env))
+        check = stopped_at_deadline(check, full, final.passes >= final.runs, found)
+        ctx.progress.notice(f"deadline: the runs in your shell: {check.reason}")
+    elif check.status in ("reproduced", "not_reproduced") and check.planned_runs < full:
+        deadline.cut("user_shell")
+        check = replace(check, reason=f"--deadline: {check.planned_runs} of {full} runs fit")
+        ctx.progress.notice(f"deadline: the runs in your shell: {check.reason}")
+    return check
 
 
 def _select_and_start(

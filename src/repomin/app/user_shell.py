@@ -35,6 +35,11 @@ the samples' HOME and outside the tree whose existence is not the same in the us
 environment now (``~/.v8flags.*.json exists in your HOME; the samples' HOME was empty``), and the
 variables of the user's environment that samples do not see. ``--user-shell-runs 0`` skips the
 check, for users whose own environment is not safe to run in.
+
+The same machinery serves the baseline's diagnosis (:func:`run_in_user_shell`): when the
+baseline does not reproduce, the command runs once in the user's shell on a fresh copy of the
+unreduced tree (``--user-shell-runs 0`` skips that run too), so that a failure that needs the
+user's HOME (a toolchain under ``~``) is named with its fix, ``--home inherit``.
 """
 
 from __future__ import annotations
@@ -46,8 +51,8 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -249,6 +254,36 @@ def differences(
     return tuple(found[:MAX_DIFFERENCES])
 
 
+@contextlib.contextmanager
+def payload_copy(tree: Tree) -> Iterator[tuple[Path, Path]]:
+    """``(records, copy)``: a fresh copy of ``tree`` in a :func:`workdir` (where the runs'
+    process groups are recorded), removed afterwards."""
+    directory = workdir()
+    try:
+        payload = directory / "payload"
+        payload.mkdir()
+        materialise(tree, payload)
+        yield directory, payload
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def run_in_user_shell(
+    tree: Tree,
+    command: str,
+    env: Mapping[str, str],
+    timeout: float,
+    *,
+    stop: Callable[[], bool] = lambda: False,
+) -> Outcome | None:
+    """One run of ``command`` as the user types it, on a fresh copy of ``tree``, with the
+    check's machinery (:func:`payload_copy`, :func:`run_once`: the samples' supervisor, the
+    recorded process group, the reaping). None when ``stop()`` ended it (not a verdict)."""
+    with payload_copy(tree) as (records, payload):
+        outcome = run_once(command, payload, env, timeout, records=records, stop=stop)
+    return None if stop() else outcome
+
+
 def check_in_user_shell(
     tree: Tree,
     command: str,
@@ -263,12 +298,8 @@ def check_in_user_shell(
 ) -> ShellCheck:
     """Run the payload ``planned[0]`` times in the user's shell (see the module docstring)."""
     runs, required = planned
-    directory = workdir()
     outcomes: list[str] = []
-    try:
-        payload = directory / "payload"
-        payload.mkdir()
-        materialise(tree, payload)
+    with payload_copy(tree) as (directory, payload):
         for _ in range(runs):
             if stop():
                 break
@@ -278,8 +309,6 @@ def check_in_user_shell(
             outcomes.append(_describe(outcome, reproduces(outcome)))
             if on_run is not None:
                 on_run()
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
     done = len(outcomes)
     hits = sum(1 for o in outcomes if o == "reproduced")
     if done < runs:
@@ -292,6 +321,30 @@ def check_in_user_shell(
         else ""
     )
     return ShellCheck(status, runs, done, hits, required, reason, found, tuple(outcomes))
+
+
+def stopped_at_deadline(
+    check: ShellCheck, full: int, deterministic: bool, found: Callable[[], tuple[str, ...]]
+) -> ShellCheck:
+    """The record of a check that ``--deadline`` stopped after ``check.runs`` of its runs
+    (``full``: the runs it would have planned). A payload whose final runs all reproduced is
+    decided on the runs made -- each must reproduce, a rule that needs no count --; a flaky
+    payload's check stays ``skipped`` (its rule needs every planned run before it may say that
+    none reproducing is a difference). ``found``: the differences, asked when it fails."""
+    done, hits = check.runs, check.reproduced
+    what = f"--deadline: {done} of {full} runs in your shell before the deadline"
+    if deterministic and done:
+        status = decide(hits, done, done)
+        failed = status == "not_reproduced"
+        return replace(
+            check,
+            status=status,
+            planned_runs=done,
+            required=done,
+            reason=f"{what}; {hits} reproduced the failure ({done} needed)" if failed else what,
+            differences=found() if failed else (),
+        )
+    return replace(check, status="skipped", reason=f"{what} ({hits} reproduced): too few to decide")
 
 
 def _describe(outcome: Outcome, matched: bool) -> str:

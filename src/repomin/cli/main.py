@@ -87,14 +87,36 @@ def _summary(rep: dict[str, Any], output: Path, report_path: Path, exit_code: in
         )
     elif ex["baseline_passes"] < ex["baseline_runs"]:
         _suggest_holdout(ex)
+    cuts = ex.get("deadline_cuts") or []
+    if cuts:
+        click.echo(
+            f"repomin: --deadline {ex['deadline_seconds']:g} s: cut "
+            + "; ".join(_DEADLINE_CUTS.get(cut, cut) for cut in cuts)
+        )
     if exit_code == 130:
         click.echo("repomin: interrupted; the best tree so far was exported", err=True)
+    elif "final_test" in cuts:
+        click.echo(
+            "repomin: warning: --deadline left no time for the final test: the payload is "
+            "untested; give the reduction more time (or rerun the final test with repomin report "
+            "replay)",
+            err=True,
+        )
     elif exit_code != 0 and not ex["final_validation_passed"]:
         click.echo(
             f"repomin: warning: final validation reproduced only {ex['final_passes']}/"
             f"{ex['final_runs']} runs; the payload may not reproduce reliably",
             err=True,
         )
+
+
+#: What each of ``execution.deadline_cuts`` means, for the summary.
+_DEADLINE_CUTS = {
+    "search": "the search (stopped before its fixpoint, to leave time for what follows)",
+    "final_test": "the final test (no time left for it: the payload was exported WITHOUT a "
+    "final test)",
+    "user_shell": "the runs in your shell (fewer than planned, or stopped)",
+}
 
 
 def _suggest_holdout(ex: dict[str, Any]) -> None:

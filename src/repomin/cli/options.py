@@ -28,6 +28,7 @@ from repomin.runners.extras import require
 if TYPE_CHECKING:  # the statistics modules (scipy) load only in to_options: the live display
     from repomin.analysis.semantic import SemanticConfig
     from repomin.app.options import ReduceOptions
+    from repomin.sampling.budget import Deadline
     from repomin.sampling.holdout import HoldoutConfig  # starts before them (cli.main.reduce_cmd)
 
 #: ``repomin.sampling.policy.SAMPLING_MODES`` (equal by a test; importing policy loads scipy).
@@ -130,7 +131,10 @@ class ReduceArgs(ClusterArgs):
         type=float,
         default=0.1,
         show_default=True,
-        help="Stop (exit 2) when the baseline's lower bound on the failure rate is below this.",
+        help=(
+            "The baseline's lower bound on the failure rate must reach this: below it the "
+            "baseline runs 20 more at a time, up to 160 runs, then stops (exit 2)."
+        ),
     )
     min_candidate_rate: float | None = opt(
         "--min-candidate-rate",
@@ -143,7 +147,10 @@ class ReduceArgs(ClusterArgs):
         type=int,
         default=20,
         show_default=True,
-        help="Runs of the unreduced tree that measure the failure rate before the search.",
+        help=(
+            "Runs of the unreduced tree before the baseline's first look at the failure rate "
+            "(more follow while its lower bound is below --min-baseline-rate)."
+        ),
     )
     candidate_runs: int = opt(
         "--candidate-runs",
@@ -156,7 +163,10 @@ class ReduceArgs(ClusterArgs):
         "--final-runs",
         type=int,
         default=None,
-        help="Final validation runs (default: 10 deterministic, 50 flaky).",
+        help=(
+            "Exactly this many final validation runs (default: 10 for a deterministic failure; "
+            "for a flaky one at most the fewest with power 0.95, stopped once certain)."
+        ),
     )
     sampling: str = opt(
         "--sampling",
@@ -175,7 +185,21 @@ class ReduceArgs(ClusterArgs):
     )
     no_cache: bool = flag("--no-cache", help="Disable the content cache.")
     max_runs: int | None = opt("--max-runs", type=int, default=None, help="Budget: oracle runs.")
-    max_time: float | None = opt("--max-time", type=float, default=None, help="Budget: seconds.")
+    max_time: float | None = opt(
+        "--max-time",
+        type=float,
+        default=None,
+        help="Search budget in seconds from the start; the final test, the runs in your shell, "
+        "export and holdout come after it (a bound on the total: --deadline).",
+    )
+    deadline: float | None = opt(
+        "--deadline",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="Total wall-clock bound (baseline, search, final test, your-shell runs, export): "
+        "the search stops early enough for what follows; what the time cut is reported.",
+    )
     passes: str | None = opt(
         "--passes",
         default=None,
@@ -239,6 +263,14 @@ class ReduceArgs(ClusterArgs):
         help="Host samples' boundary: namespace (bwrap: SRC and other samples hidden, no "
         "capabilities; exit 2 when it cannot be made), supervisor (dies with ReproMin; contains "
         "accidents, not attacks) or auto (namespace when bwrap works).",
+    )
+    home: str = opt(
+        "--home",
+        type=click.Choice(["fresh", "inherit"]),
+        default="fresh",
+        show_default=True,
+        help="Host samples' HOME: fresh (a private empty one per sample) or inherit (yours, "
+        "for toolchains under ~: read-only in the namespace, writable under the supervisor).",
     )
     image: str | None = opt(
         "--image", default=None, help="Docker image reference or ID (--backend docker)."
@@ -337,12 +369,13 @@ def to_options(a: ReduceArgs) -> ReduceOptions:
         ),
         jobs=a.jobs if a.jobs is not None else (1 if cluster else os.cpu_count() or 1),
         use_cache=not a.no_cache,
-        budget=Budget(a.max_runs, a.max_time),
+        budget=Budget(a.max_runs, a.max_time, _deadline(a.deadline)),
         force=a.force,
         schedule=plan_schedule(schedule, trace=not a.no_trace, semantic=semantic is not None),
         backend=a.backend,
         backend_options=_backend_options(a),
         isolation=_isolation(a),
+        home=a.home,
         holdout=_holdout(a),
         session_dir=a.session_dir,
         resume=a.resume,
@@ -354,6 +387,13 @@ def to_options(a: ReduceArgs) -> ReduceOptions:
         allow_src_access=a.allow_src_access,
         cluster=cluster,
     )
+
+
+def _deadline(seconds: float | None) -> Deadline | None:
+    """``--deadline``: counted from this process's start (the interpreter's start-up counts)."""
+    from repomin.sampling.budget import Deadline, process_started
+
+    return None if seconds is None else Deadline(seconds, started=process_started())
 
 
 def _selection(a: ReduceArgs) -> SelectionOptions:

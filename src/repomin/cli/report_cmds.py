@@ -3,13 +3,14 @@
 Exit codes. validate: 0 valid, 2 invalid (one ``rule: message`` line per problem on stderr).
 replay: 0 the pinned failure reproduced in at least one run, 1 it reproduced in none, 2 refused
 (invalid report, modified payload without ``--allow-modified``, no ``--yes``, a recorded
-environment name not passed with ``--env``, a bad boundary option), 3 backend failure, 130
-interrupted.
+environment name not passed with ``--env``, a recorded inherited HOME without ``--home``, a bad
+boundary option), 3 backend failure, 130 interrupted.
 
 Replay prints the whole boundary before ``--yes`` is checked: the backend and the image, the
 network, every limit, the user and the strategy with where each comes from (ReproMin's default
-or this command line; what the report recorded is shown and never used), and every environment
-name with where its value would come from and whether it is set.
+or this command line; what the report recorded is shown and never used), the runs' HOME (a
+private empty one unless ``--home inherit``) beside the report's ``execution.home``, and every
+environment name with where its value would come from and whether it is set.
 """
 
 from __future__ import annotations
@@ -212,6 +213,13 @@ def validate_cmd(report: Path, payload: Path | None, as_json: bool, fmt: str | N
     is_flag=True,
     help="One container per sample (slower; for images without a shell).",
 )
+@click.option(
+    "--home",
+    type=click.Choice(["fresh", "inherit"]),
+    default=None,
+    help="HOME of a host report's runs: fresh (a private empty one per run) or inherit (yours; "
+    "read-only where bwrap works). Required when the report recorded execution.home inherit.",
+)
 @cluster_options
 @errors_to_exit
 def replay_cmd(
@@ -232,6 +240,7 @@ def replay_cmd(
     work_size: str | None,
     user: str | None,
     fresh_container: bool,
+    home: str | None,
     cluster: str | None,
     cluster_tls_ca: Path | None,
     cluster_tls_cert: Path | None,
@@ -258,7 +267,9 @@ def replay_cmd(
         require("docker", "docker", "replaying a docker report")  # before the plan's checks
     # Samples on a cluster run on its workers: this machine's cores do not cap them there.
     cores = None if config is None else sys.maxsize
-    plan = rp.plan_replay(data, runs=runs, timeout=timeout, jobs=jobs, sandbox=sandbox, cores=cores)
+    plan = rp.plan_replay(
+        data, runs=runs, timeout=timeout, jobs=jobs, sandbox=sandbox, cores=cores, home=home
+    )
     _describe(plan, allowed, set(env_items) & set(allowed), cluster=config is not None)
     if not yes:
         click.echo(
@@ -268,6 +279,7 @@ def replay_cmd(
         )
         sys.exit(2)
     env = rp.replay_environment(plan, allowed)
+    rp.replay_home(plan)  # a report that recorded an inherited HOME needs --home
     _say_digest(rp.environment_matches(plan, env))
     tree = _read_checked_payload(data, payload, drift)
     runner = (
@@ -415,9 +427,10 @@ def _describe_boundary(plan: rp.ReplayPlan, *, cluster: bool) -> None:
         else:
             mode = f"supervisor (no namespace here: {problem}; the payload stays visible)"
         click.echo(
-            f"repomin: boundary: host runner, {mode}, as in a reduction: private HOME/TMPDIR, "
+            f"repomin: boundary: host runner, {mode}, as in a reduction: private TMPDIR, "
             "only the environment below; your user, your files and your network: not a sandbox"
         )
+        click.echo(f"repomin: boundary: {_home_text(plan, problem, cluster=cluster)}")
         return
     click.echo(
         f"repomin: boundary: docker image {_printable(str(plan.docker_image_id))} (the recorded "
@@ -431,6 +444,29 @@ def _describe_boundary(plan: rp.ReplayPlan, *, cluster: bool) -> None:
             f"repomin: boundary: the report recorded {_printable(recorded)}; not used: only "
             "this command line changes ReproMin's defaults"
         )
+
+
+def _home_text(plan: rp.ReplayPlan, problem: str | None, *, cluster: bool) -> str:
+    """The boundary's HOME line: what the runs get, and what the report recorded."""
+    recorded = plan.recorded_home or "fresh"
+    if plan.home == "inherit":
+        if cluster:
+            access = "each worker's own HOME, read-only where bwrap works there"
+        elif problem is None:
+            access = "read-only (bound in the namespace)"
+        else:
+            access = "writable (supervisor mode cannot make it read-only)"
+        text = f"HOME: yours (--home inherit), {access}"
+    elif plan.home == "fresh":
+        text = "HOME: a private empty one per run (--home fresh)"
+    else:
+        text = "HOME: a private empty one per run (default)"
+    if recorded == "inherit" and plan.home is None:
+        return (
+            f"{text}; the report recorded execution.home: inherit (its samples read their "
+            "user's HOME): pass --home inherit to give the runs yours, or --home fresh"
+        )
+    return f"{text}; the report recorded execution.home: {_printable(recorded)}"
 
 
 def _describe_environment(plan: rp.ReplayPlan, allowed: dict[str, str], passed: set[str]) -> None:

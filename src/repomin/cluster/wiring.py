@@ -90,13 +90,18 @@ def config_from_flags(
 
 
 def host_spec(
-    hide: tuple[Path, ...], source: Path | None = None, isolation: str = "auto"
+    hide: tuple[Path, ...],
+    source: Path | None = None,
+    isolation: str = "auto",
+    home: str = "fresh",
 ) -> dict[str, Any]:
+    """``home``: ``--home`` (``inherit``: each worker's own HOME, the one it was started with)."""
     return {
         "backend": "host",
         "source": str(source.absolute()) if source is not None else None,
         "hide": [str(p.absolute()) for p in hide],
         "isolation": isolation,
+        "home": home,
     }
 
 
@@ -131,7 +136,7 @@ def replay_runner(plan: ReplayPlan, config: ClusterConfig) -> Runner:
     """``replay --cluster``: the recorded backend on every worker (Docker: the recorded image
     ID, never pulled; refused when the workers resolve it to another image)."""
     if plan.backend == "host":
-        return make_runner(config, host_spec(()))
+        return make_runner(config, host_spec((), home=plan.runs_home))
     if plan.backend != "docker" or plan.docker_image_id is None:
         raise ReportError(f"cannot replay backend {plan.backend!r} without an image ID")
     settings = dict(plan.docker_settings)

@@ -48,6 +48,7 @@ def make_runner(spec: dict[str, Any], nthreads: int) -> Runner:
             source=Path(spec["source"]) if spec.get("source") else None,
             hide=tuple(Path(p) for p in spec.get("hide", ())),
             isolation=str(spec.get("isolation", "auto")),
+            home=str(spec.get("home", "fresh")),
         )
     if backend == "docker":
         require("docker", "docker", "--backend docker on a cluster worker")

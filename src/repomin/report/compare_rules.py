@@ -40,12 +40,19 @@ def _fields(*names: str) -> Callable[[Mapping[str, Any]], Any]:
 
 
 def _environment(report: Mapping[str, Any]) -> Any:
-    """The environment's names, and its digest where it is comparable: a salted digest
+    """The environment's names and the samples' HOME (``--home``), and its digest where it is
+    comparable: a salted digest
     (``environment_digest_scheme``) differs between any two reports by design, so only the
     names and the scheme are compared then."""
     ex = execution_of(report)
-    names = ("environment_names", "inherited_environment_names", "environment_digest_scheme")
+    names = (
+        "environment_names",
+        "inherited_environment_names",
+        "environment_digest_scheme",
+        "home",
+    )
     picked = {name: ex[name] for name in names if name in ex}
+    picked["home"] = ex.get("home", "fresh")  # a report from before --home had a fresh HOME
     if "environment_digest_scheme" not in ex and "environment_sha256" in ex:
         picked["environment_sha256"] = ex["environment_sha256"]
     return picked

@@ -27,6 +27,15 @@ if TYPE_CHECKING:
     from repomin.app.options import ReduceOptions
 
 
+#: The baseline test: looks at a growing number of runs until its one-sided Clopper–Pearson
+#: lower bound reaches --min-baseline-rate, up to ``baseline_runs_cap`` (docs/statistics.md §A4).
+BASELINE_POLICY = "adaptive-clopper-pearson-v1"
+#: The final test: the exact binomial test of ``final_planned_runs`` runs; curtailed: stopped
+#: once its outcome is certain, ``final_runs`` being the runs made (docs/statistics.md §2a).
+FIXED_FINAL = "fixed-n-exact-binomial-v1"
+CURTAILED_FINAL = "curtailed-exact-binomial-v1"
+
+
 @dataclass(frozen=True, slots=True)
 class FinalRuns:
     """The validate stage's record: fixed-size final runs of the accepted tree."""
@@ -38,6 +47,8 @@ class FinalRuns:
     duration: float
     alpha: float = 0.05  # level of the exact test (spent over payload gates when gated)
     gate: int | None = None  # payload-gate index (None: no final runs)
+    planned: int | None = None  # the test's n (``runs`` are the runs made; None: = runs)
+    stopped_early: bool = False  # its outcome was certain before all ``planned`` were made
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +88,9 @@ def execution_block(i: ExecutionInputs) -> dict[str, Any]:
         "sampling_policy_switches": policy.switches,
         "family_spending": o.sampling.spending,
         "failure_budget": policy.failure_budget,
-        "baseline_policy": "fixed-n-clopper-pearson-v1",
-        "final_policy": "fixed-n-exact-binomial-v1",
+        "baseline_policy": BASELINE_POLICY,
+        "baseline_runs_cap": o.sampling.baseline_looks[-1],
+        "final_policy": final_policy(policy, o.sampling.final_runs),
         "reduction_strategy": o.reduction_strategy,
         "ignored_names": list(o.selection.ignored_names),
         "ignored_paths": list(o.selection.ignored_paths),
@@ -89,6 +101,7 @@ def execution_block(i: ExecutionInputs) -> dict[str, Any]:
         "environment_names": sorted(o.env),
         **environment_fields(o.env),
         "inherited_environment_names": list(IMPLICIT_ENVIRONMENT),
+        "home": o.home,
         "timeout_seconds": o.timeout,
         **timeout_fields(o.timeout, i.timeouts),
         "working_directory": "tree_root",
@@ -96,6 +109,7 @@ def execution_block(i: ExecutionInputs) -> dict[str, Any]:
         "budget_exhausted": i.stop_reason in ("max_runs", "max_time"),
         "max_runs": o.budget.max_runs,
         "max_time_seconds": o.budget.max_seconds,
+        **deadline_fields(o),
         "stop_reason": i.stop_reason,
         "oracle_samples": ledger.samples,
         "holdout_requested_runs": o.holdout.runs if o.holdout else None,
@@ -105,6 +119,8 @@ def execution_block(i: ExecutionInputs) -> dict[str, Any]:
         "final_validation_passed": i.final.passed,
         "final_alpha": i.final.alpha,
         "final_gate_index": i.final.gate,
+        "final_planned_runs": i.final.runs if i.final.planned is None else i.final.planned,
+        "final_stopped_early": i.final.stopped_early,
         "payload_gates": policy.gates,
         "error_control": policy.error_control,
         "search_samples": i.search_samples,
@@ -114,6 +130,22 @@ def execution_block(i: ExecutionInputs) -> dict[str, Any]:
         "sample_seconds_basis": sample_basis(ledger.sample_cpu, ledger.samples),
         "sample_wall_seconds": round(ledger.sample_wall_seconds, 3),
     }
+
+
+def final_policy(policy: SamplingPolicy, configured: int | None) -> str:
+    """``execution.final_policy``: the curtailed test when ReproMin chose the final runs of a
+    flaky failure (``SamplingPolicy.final_curtailed``), the fixed-n test otherwise."""
+    return CURTAILED_FINAL if policy.final_curtailed(configured) else FIXED_FINAL
+
+
+def deadline_fields(o: ReduceOptions) -> dict[str, Any]:
+    """``deadline_seconds`` (``--deadline``, or null) and ``deadline_cuts``: what it cut, in
+    order (``search``: stopped before its fixpoint, ``stop_reason`` ``max_time``;
+    ``final_test``: not run; ``user_shell``: fewer runs, or stopped)."""
+    deadline = o.budget.deadline
+    if deadline is None:
+        return {"deadline_seconds": None, "deadline_cuts": []}
+    return {"deadline_seconds": deadline.seconds, "deadline_cuts": list(deadline.cuts)}
 
 
 def timeout_fields(user: float, timeouts: AdaptiveTimeoutRunner | None) -> dict[str, Any]:
@@ -196,9 +228,12 @@ def escalation_event(ledger: Ledger, policy: SamplingPolicy, tree: Tree) -> None
 
 def final_event(ledger: Ledger, final: FinalRuns, tree: Tree) -> None:
     gate = f" (payload gate {final.gate}, alpha {final.alpha:.3g})" if final.gate else ""
+    early = ""
+    if final.stopped_early:
+        early = f", stopped once certain ({final.runs} of {final.planned} runs)"
     ledger.event(
         "final",
-        f"final validation{gate}: {final.passes}/{final.runs} runs reproduced",
+        f"final validation{gate}: {final.passes}/{final.runs} runs reproduced{early}",
         decision="passed" if final.passed else "failed",
         duration_seconds=round(final.duration, 6),
         files=tree.file_count,

@@ -237,13 +237,15 @@ def _file_lines(files: Sequence[KeptFile], limit: int, indent: str) -> list[str]
 def rerun_command(report: Mapping[str, Any], payload: str) -> str:
     """Run the recorded command by hand on a fresh copy of ``payload`` (never in it: runs may
     leave files behind, e.g. ``__pycache__``, and the payload would no longer match the report),
-    with the environment a sample gets: PATH, LANG=C.UTF-8, fresh HOME/TMPDIR/TMP/TEMP and the
-    ``--env`` names (values are not recorded: fill them in)."""
+    with the environment a sample gets: PATH, LANG=C.UTF-8, fresh TMPDIR/TMP/TEMP, a fresh HOME
+    (your own with ``execution.home: inherit``) and the ``--env`` names (values are not
+    recorded: fill them in)."""
     names = report["execution"].get("environment_names", [])
     extra = "".join(f' {name}="..."' for name in names)
+    home = '"$HOME"' if report["execution"].get("home") == "inherit" else '"$d/tmp"'
     return (
         f'd=$(mktemp -d) && mkdir "$d/tree" "$d/tmp" && cp -a {shlex.quote(payload)}/. "$d/tree" '
-        f'&& (cd "$d/tree" && env -i PATH="$PATH" LANG=C.UTF-8 HOME="$d/tmp" TMPDIR="$d/tmp" '
+        f'&& (cd "$d/tree" && env -i PATH="$PATH" LANG=C.UTF-8 HOME={home} TMPDIR="$d/tmp" '
         f'TMP="$d/tmp" TEMP="$d/tmp"{extra} sh -c {shlex.quote(report["command"])})'
     )
 
@@ -403,10 +405,13 @@ def render_terminal(
 
 
 def _env_flags(report: Mapping[str, Any]) -> str:
-    """`` --env NAME`` for each recorded environment name: replay passes a value only for the
-    names the caller names (from the caller's own environment)."""
-    names = report.get("execution", {}).get("environment_names") or []
-    return "".join(f" --env {shlex.quote(str(name))}" for name in names)
+    """`` --env NAME`` for each recorded environment name (replay passes a value only for the
+    names the caller names, from the caller's own environment) and `` --home inherit`` for a
+    report whose samples saw the user's HOME (replay refuses such a report without it)."""
+    execution = report.get("execution", {})
+    names = execution.get("environment_names") or []
+    flags = "".join(f" --env {shlex.quote(str(name))}" for name in names)
+    return flags + (" --home inherit" if execution.get("home") == "inherit" else "")
 
 
 def cost_text(ex: dict[str, Any], end: str = "") -> str:

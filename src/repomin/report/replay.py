@@ -10,7 +10,10 @@ and strategy are ReproMin's defaults unless the replay's own command line change
 (:class:`~repomin.runners.docker_limits.ReplaySandbox`); the recorded concurrency is capped at
 this machine's cores. An environment name gets a value only from ``--env`` (the caller's own
 value with ``--env NAME``, another with ``--env NAME=VALUE``): a name the report lists and the
-caller did not pass refuses the replay. The payload is read once into an
+caller did not pass refuses the replay. HOME is the same: a host replay gives every run a
+private empty HOME unless its own ``--home inherit`` gives the caller's, and a report that
+recorded ``execution.home: inherit`` is refused until ``--home`` says which
+(:func:`replay_home`). The payload is read once into an
 in-memory tree whose content fingerprint must equal the one that was validated (so the bytes
 that run are the bytes that were checked); every run gets its own fresh copy from the runner.
 The original report is never written. The result (:class:`ReplayObservation`) is a count of
@@ -82,6 +85,15 @@ class ReplayPlan:
     recorded_docker: tuple[tuple[str, Any], ...] = ()
     #: The report's ``jobs`` when it was capped at this machine's cores (else None).
     capped_jobs: int | None = None
+    #: The replay's ``--home`` (None: not given, a private empty HOME per run).
+    home: str | None = None
+    #: What the report recorded as ``execution.home`` (None: not recorded, i.e. fresh).
+    recorded_home: str | None = None
+
+    @property
+    def runs_home(self) -> str:
+        """The HOME the runs get: ``fresh`` unless this replay's ``--home inherit``."""
+        return self.home or "fresh"
 
     @property
     def oracle_mode(self) -> str:
@@ -141,11 +153,13 @@ def plan_replay(
     jobs: int | None = None,
     sandbox: ReplaySandbox | None = None,
     cores: int | None = None,
+    home: str | None = None,
 ) -> ReplayPlan:
     """The plan for a *validated* report. Defaults: the report's final-run count (at least 1),
     its recorded timeout, and its recorded concurrency (flake rates depend on load) capped at
     ``cores`` (this machine's, the default ``--jobs`` of a reduction). ``sandbox``: the
-    replay's own Docker options (checked here: exit 2 before anything runs)."""
+    replay's own Docker options (checked here: exit 2 before anything runs); ``home``: its
+    ``--home`` (``inherit`` only for a host report)."""
     execution: Mapping[str, Any] = report["execution"]
     if runs is not None and runs < 1:
         raise UsageError(f"--runs {runs} must be at least 1")
@@ -162,6 +176,14 @@ def plan_replay(
             f"{'/'.join(sandbox.given())} set the boundary of a docker report; this report's "
             f"backend is {backend}: drop them"
         )
+    if home not in (None, "fresh", "inherit"):
+        raise UsageError(f"--home {home!r} must be fresh or inherit")
+    if home == "inherit" and backend != "host":
+        raise UsageError(
+            f"--home inherit is for a host report; this report's backend is {backend} (a "
+            "container has its own HOME): drop --home"
+        )
+    recorded_home = execution.get("home")
     planned_runs = runs if runs is not None else max(1, int(execution.get("final_runs", 1)))
     recorded_jobs = int(execution.get("jobs", 1))
     limit = max(1, cores if cores is not None else (os.cpu_count() or 1))
@@ -184,6 +206,8 @@ def plan_replay(
             (key, value) for key, value in execution.items() if key in RECORDED_SETTINGS
         ),
         capped_jobs=recorded_jobs if capped else None,
+        home=home,
+        recorded_home=recorded_home if isinstance(recorded_home, str) else None,
     )
 
 
@@ -235,6 +259,19 @@ def _pinned_identity(report: Mapping[str, Any], spec: FailureSpec) -> Identity |
             "replay it with the ReproMin version that wrote it"
         )
     return identity
+
+
+def replay_home(plan: ReplayPlan) -> str:
+    """The HOME the runs get. A report whose samples read the user's HOME (``execution.home:
+    inherit``) is refused without ``--home``: replay never hands over the caller's HOME on a
+    report's say-so, and a fresh one would not reproduce what the report describes."""
+    if plan.recorded_home == "inherit" and plan.home is None:
+        raise UsageError(
+            "the report's samples read their user's HOME (execution.home: inherit); pass --home "
+            "inherit to give the runs yours (read-only where bwrap works), or --home fresh for a "
+            "private empty one"
+        )
+    return plan.runs_home
 
 
 def replay_environment(plan: ReplayPlan, allowed: Mapping[str, str]) -> dict[str, str]:
@@ -300,9 +337,11 @@ def make_runner(plan: ReplayPlan, payload: Path | None = None) -> Runner:
     if plan.backend == "host":
         from repomin.runners.host import HostRunner
 
+        home = replay_home(plan)
         if payload is None:
-            return HostRunner()
-        return HostRunner(source=payload, hide=(payload.with_name(payload.name + ".repomin"),))
+            return HostRunner(home=home)
+        sidecar = payload.with_name(payload.name + ".repomin")
+        return HostRunner(source=payload, hide=(sidecar,), home=home)
     if plan.backend != "docker":
         raise ReportError(f"unknown backend {plan.backend!r}; cannot replay")
     if plan.docker_image_id is None:

@@ -50,7 +50,11 @@ RULES: dict[str, str] = {
     "execution.passes": "baseline/candidate/final passes do not exceed their runs",
     "execution.cache_hits": "execution.cache_hits equals the top-level cache_hits",
     "execution.budget_exhausted": "budget_exhausted is true exactly when stop_reason is a budget",
-    "execution.final_validation": "final_validation_passed is recomputed from the final counts",
+    "execution.final_validation": (
+        "final_validation_passed is recomputed from the final counts; final_runs does not "
+        "exceed final_planned_runs, and falls short of it only when final_stopped_early and "
+        "the outcome was certain"
+    ),
     "execution.environment_names": "environment names are unique valid variable names",
     "execution.docker": "a docker report records the immutable image ID (sha256:...)",
     "execution.docker_user": "a docker report's sample user is not root (uid 0)",
@@ -262,6 +266,9 @@ def check_execution(report: dict[str, Any]) -> list[Problem]:
                     f"{alpha} give {js(expected)}",
                 )
             )
+    stopping = _final_stopping(ex)
+    if stopping is not None:
+        problems.append(Problem("execution.final_validation", stopping))
     names = ex["environment_names"]
     bad = [n for n in names if not _ENV_NAME.match(n)]
     if bad:
@@ -430,3 +437,33 @@ def clean(text: str) -> str:
         for ch in text
     )
     return cleaned if len(cleaned) <= MAX_LINE else cleaned[: MAX_LINE - 3] + "..."
+
+
+def _final_stopping(ex: Mapping[str, Any]) -> str | None:
+    """What is wrong with the final test's stopping record (``final_planned_runs``,
+    ``final_stopped_early``; absent in older reports), if anything: a curtailed test stops
+    only once the fixed test of ``final_planned_runs`` runs has a certain outcome
+    (``stats.CurtailedTest``): ``c`` passes in, or too few runs left to reach ``c``."""
+    planned = ex.get("final_planned_runs")
+    runs, passes = ex["final_runs"], ex["final_passes"]
+    if planned is None or passes > runs:
+        return None
+    early = ex.get("final_stopped_early", False)
+    if runs > planned:
+        return f"final_runs {runs} exceeds final_planned_runs {planned}"
+    if not early:
+        if runs < planned:
+            return f"final_runs {runs} < final_planned_runs {planned} but final_stopped_early false"
+        return None
+    if runs == planned:
+        return "final_stopped_early is true but every planned final run was made"
+    theta, alpha = ex["min_candidate_rate"], ex.get("final_alpha", 1.0 - ex["confidence"])
+    if not (0.0 < theta < 1.0 and 0.0 < alpha < 1.0):
+        return None
+    c = stats.critical_count(planned, theta, alpha)
+    if passes >= c or passes + (planned - runs) < c:
+        return None
+    return (
+        f"final_stopped_early after {passes}/{runs} of {planned} runs, but the test (pass at "
+        f"{c} passes) could still go either way"
+    )

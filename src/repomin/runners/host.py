@@ -3,15 +3,17 @@
 Each sample gets its own directory in ReproMin's private scratch root (on tmpfs when
 ``/dev/shm`` exists, since copying thousands of files to disk costs seconds; see
 :func:`repomin.runners.scratch.private_root`) holding ``tree/`` (the copy) and ``tmp/``
-(``TMPDIR``, ``HOME``), so samples never share scratch space. The command runs through
-``/bin/sh -c`` in a new session, inside the boundary of :mod:`repomin.runners.sandbox` (a private
-mount and PID namespace without capabilities that hides SRC, OUTPUT, the session directory and
-every other sample's directory when ``bwrap`` works; otherwise a supervisor that dies with
-ReproMin). On timeout -- and after every normal exit, to reap background stragglers -- the whole
-process group is killed. Output goes to unnamed files (``O_TMPFILE``) opened before the sample
-starts, so no path leads to them: a sample can neither replace its own captured output by a
-symlink or FIFO nor write into a sibling's; they are read back through the runner's descriptors,
-bounded (head and tail).
+(``TMPDIR``, ``HOME``), so samples never share scratch space. With ``--home inherit`` HOME is
+the user's own instead, bound read-only in the namespace (toolchains under ``~`` can be read,
+no sample leaves a cache there for the next one) and plainly inherited, writable, under the
+supervisor. The command runs through ``/bin/sh -c`` in a new session, inside the boundary of
+:mod:`repomin.runners.sandbox` (a private mount and PID namespace without capabilities that
+hides SRC, OUTPUT, the session directory and every other sample's directory when ``bwrap``
+works; otherwise a supervisor that dies with ReproMin). On timeout -- and after every normal
+exit, to reap background stragglers -- the whole process group is killed. Output goes to
+unnamed files (``O_TMPFILE``) opened before the sample starts, so no path leads to them: a
+sample can neither replace its own captured output by a symlink or FIFO nor write into a
+sibling's; they are read back through the runner's descriptors, bounded (head and tail).
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ from repomin.tree import Tree, materialise
 #: Variables every sample gets from ReproMin itself (values are per-sample paths, or PATH).
 IMPLICIT_ENVIRONMENT = ("PATH", "HOME", "TMPDIR", "TMP", "TEMP", "LANG")
 
+#: Values of ``--home`` and ``execution.home``: ``fresh``, a private empty HOME per sample (its
+#: scratch directory); ``inherit``, the user's HOME at its path (read-only in the namespace).
+HOME_MODES = ("fresh", "inherit")
+
 _RESOURCE_SIGNALS = {signal.SIGXCPU, signal.SIGXFSZ}
 #: Seconds a timed-out sample gets to be stopped and reaped before it is killed outright.
 STOP_GRACE = 5.0
@@ -59,13 +65,22 @@ class HostRunner:
         source: Path | None = None,
         hide: tuple[Path, ...] = (),
         isolation: str = "auto",
+        home: str = "fresh",
     ) -> None:
         """``source`` (SRC) and ``hide`` (OUTPUT, its sidecar, the session directory): what a
         sample must not see at its path; paths that do not exist yet are checked again at
         every sample. ``isolation``: ``auto`` (namespace when bwrap works, else supervisor),
-        ``namespace`` (required; exit 2 when impossible) or ``supervisor``."""
+        ``namespace`` (required; exit 2 when impossible) or ``supervisor``. ``home``:
+        ``fresh`` (HOME is the sample's own empty scratch directory) or ``inherit`` (HOME is
+        this process's HOME, bound read-only in the namespace; SRC and ``hide`` stay hidden
+        when they lie under it)."""
         if isolation not in ("auto", *sandbox.ISOLATION_MODES):
             raise UsageError(f"isolation {isolation!r} must be auto, namespace or supervisor")
+        if home not in HOME_MODES:
+            raise UsageError(f"--home {home!r} must be fresh or inherit")
+        self.home = home
+        self._home = inherited_home() if home == "inherit" else None
+        self._home_value = os.environ["HOME"] if self._home is not None else None
         problem = sandbox.bwrap_problem() if isolation != "supervisor" else "not requested"
         if isolation == "namespace" and problem is not None:
             raise UsageError(f"no sample namespace can be made: {problem}; install bubblewrap")
@@ -83,6 +98,11 @@ class HostRunner:
         self._visible = [self._base, Path(tempfile.gettempdir()).resolve()]
         self._source_hidden = self.isolation == "namespace" and (
             source is not None and bool(sandbox.hidden_paths([source], self._visible))
+        )
+        # The system temporary directory (trace log, carve record) stays writable under HOME.
+        temp = self._visible[1]
+        self._home_writable = (
+            [temp] if self._home is not None and self._home in temp.parents else []
         )
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
@@ -112,7 +132,7 @@ class HostRunner:
         work.mkdir()
         scratch.mkdir()
         materialise(tree, work)
-        env = _sample_env(scratch, request.env)
+        env = _sample_env(scratch, request.env, self._home_value)
         hidden = sandbox.hidden_paths(self._hide, self._visible) if self._hide else []
         namespace = self.isolation == "namespace"
         # Unnamed files (O_TMPFILE) opened before the sample starts: no path leads to them.
@@ -133,6 +153,8 @@ class HostRunner:
                 info_fd=info_w if namespace else None,
                 private=self._root,
                 own=sample_dir,
+                read_only=[self._home] if self._home is not None else [],
+                writable=self._home_writable,
             )
             start = time.monotonic()
             ended = self._execute(
@@ -255,12 +277,28 @@ class _Ended:
     timed_out: bool
 
 
-def _sample_env(scratch: Path, explicit: Mapping[str, str]) -> dict[str, str]:
+def inherited_home() -> Path:
+    """This process's HOME for ``--home inherit``, resolved (what the namespace binds); exit 2
+    when it is not an absolute path of an existing directory other than ``/``."""
+    raw = os.environ.get("HOME", "")
+    path = Path(raw).resolve() if raw.startswith("/") else None
+    if path is None or not path.is_dir() or path == Path("/"):
+        raise UsageError(
+            f"--home inherit: your HOME ({raw or 'unset'}) is not an existing directory other "
+            "than /; set HOME or use --home fresh"
+        )
+    return path
+
+
+def _sample_env(
+    scratch: Path, explicit: Mapping[str, str], home: str | None = None
+) -> dict[str, str]:
     """The sample's environment: ReproMin's own variables (:data:`IMPLICIT_ENVIRONMENT`,
-    pointing into ``scratch``), overridden by the request's ``explicit`` ones."""
+    pointing into ``scratch``; HOME is ``home`` when given, ``--home inherit``), overridden by
+    the request's ``explicit`` ones."""
     return {
         "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
-        "HOME": str(scratch),
+        "HOME": home if home is not None else str(scratch),
         "TMPDIR": str(scratch),
         "TMP": str(scratch),
         "TEMP": str(scratch),

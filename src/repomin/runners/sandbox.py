@@ -3,8 +3,13 @@
 **Namespace** (preferred, when ``bwrap`` works here): every sample runs as
 
     bwrap --dev-bind / / --proc /proc --unshare-pid --as-pid-1 --die-with-parent --cap-drop ALL
+          [--ro-bind HOME HOME [--bind TEMP TEMP]]
           --tmpfs HIDDEN --remount-ro HIDDEN ... --tmpfs PRIVATE --bind OWN OWN
           --remount-ro PRIVATE --info-fd N -- PYTHON -I -S -c SUPERVISOR ...
+
+(``--ro-bind HOME HOME`` only with ``--home inherit``: the user's HOME read-only, the system
+temporary directory bound back writable when it lies inside it; SRC and the other hidden
+directories are covered afterwards, so they stay hidden when they lie under HOME.)
 
 The whole filesystem stays visible at its own paths (tools, compilers, the sample's own copy),
 except SRC, OUTPUT, its sidecar and the session directory, each covered by an empty read-only
@@ -175,12 +180,24 @@ def _probe_bwrap() -> str | None:
 
 
 def _namespace_flags(
-    hidden: Sequence[Path], private: Path | None = None, own: Path | None = None
+    hidden: Sequence[Path],
+    private: Path | None = None,
+    own: Path | None = None,
+    read_only: Sequence[Path] = (),
+    writable: Sequence[Path] = (),
 ) -> list[str]:
-    """bwrap's flags: ``hidden`` directories covered by empty read-only tmpfs mounts, and
-    ``private`` (ReproMin's scratch root) covered too except ``own`` (the sample's directory)."""
+    """bwrap's flags: ``read_only`` directories (the user's HOME with ``--home inherit``) bound
+    read-only at their paths, ``writable`` ones inside them bound back writable, then
+    ``hidden`` directories covered by empty read-only tmpfs mounts, and ``private`` (ReproMin's
+    scratch root) covered too except ``own`` (the sample's directory). The read-only binds come
+    first: a bind's source is the real file system, so a later one would uncover a hidden
+    directory that lies inside it (SRC under HOME)."""
     flags = ["--dev-bind", "/", "/", "--proc", "/proc", "--unshare-pid", "--as-pid-1"]
     flags += ["--die-with-parent", "--cap-drop", "ALL"]
+    for path in read_only:
+        flags += ["--ro-bind", str(path), str(path)]
+    for path in writable:
+        flags += ["--bind", str(path), str(path)]
     for path in hidden:
         flags += ["--tmpfs", str(path), "--remount-ro", str(path)]
     if private is not None:
@@ -220,10 +237,13 @@ def sample_argv(
     info_fd: int | None = None,
     private: Path | None = None,
     own: Path | None = None,
+    read_only: Sequence[Path] = (),
+    writable: Sequence[Path] = (),
 ) -> list[str]:
     """The argv that runs ``command`` supervised, in the namespace when ``namespace`` (where
     bwrap writes the namespace's init PID, as this process sees it, to ``info_fd``; ``private``
-    is hidden from the sample except its ``own`` directory)."""
+    is hidden from the sample except its ``own`` directory; ``read_only`` and ``writable``: see
+    :func:`_namespace_flags`)."""
     parent = os.getpid()
     python = [sys.executable, "-I", "-S", "-c", _SUPERVISOR, str(status_fd)]
     if not namespace:
@@ -233,7 +253,7 @@ def sample_argv(
     # time and that of everything it reaped reach this process); --die-with-parent ties it
     # to bwrap.
     info = ["--info-fd", str(info_fd)] if info_fd is not None else []
-    flags = _namespace_flags(hidden, private, own)
+    flags = _namespace_flags(hidden, private, own, read_only, writable)
     return [bwrap, *flags, *info, "--", *python, "0", "plain", *command]
 
 

@@ -34,6 +34,7 @@ from repomin.failure.identity import Identity
 from repomin.runners.base import Outcome, Runner, RunRequest
 from repomin.sampling import candidate, stats
 from repomin.sampling.accounting import Ledger
+from repomin.sampling.baseline_cost import refusal
 from repomin.sampling.budget import Budget, Cancelled, Guard, StopSearch
 from repomin.sampling.incumbent import MAX_PROBES
 from repomin.sampling.lanes import Lane
@@ -42,7 +43,8 @@ from repomin.sampling.policy import SAMPLING_MODES, Sampling, SamplingConfig, Sa
 from repomin.sampling.verdict import Baseline, Verdict, VerdictCache
 from repomin.tree import Tree
 
-__all__ = ["SAMPLING_MODES", "Baseline", "Budget", "Cancelled", "Oracle", "OracleHooks"]
+__all__ = ["SAMPLING_MODES", "Baseline", "Budget", "Cancelled", "FinalSample", "Oracle"]
+__all__ += ["OracleHooks"]
 __all__ += ["Sampling", "SamplingConfig", "SamplingPolicy", "StopSearch", "Verdict"]
 
 INFRA_RETRIES = 3
@@ -57,7 +59,8 @@ class OracleHooks:
     matched the spec before the signature is pinned (e.g. to show the first miss at once);
     ``accept`` may veto an accepted candidate (e.g. a slippage rule): a vetoed verdict becomes
     a rejection with the same evidence; ``on_policy`` sees every new policy *before* it is used
-    (the session persists it, so a family or gate index taken is never taken again on resume).
+    (the session persists it, so a family or gate index taken is never taken again on resume);
+    ``on_baseline_look`` each look of the adaptive baseline that continues it.
     """
 
     on_sample: Callable[[Outcome], None] | None = None
@@ -65,6 +68,9 @@ class OracleHooks:
     on_baseline_run: Callable[[int, Outcome, bool], None] | None = None
     accept: Callable[[Tree, Verdict], bool] | None = None
     on_policy: Callable[[SamplingPolicy], None] | None = None
+    #: a baseline look fell short and the baseline goes on: (runs, passes, lower bound, the
+    #: run count of the next look)
+    on_baseline_look: Callable[[int, int, float, int], None] | None = None
 
 
 @dataclass(slots=True)
@@ -221,22 +227,30 @@ class Oracle:
     def run_baseline(self, tree: Tree, jobs: int | None = None) -> Baseline:
         """Run the baseline, pin the signature, learn the policy. Raises BaselineError.
 
-        The baseline stops early once its rejection is certain: when the runs that matched so
-        far plus every run not yet finished cannot reach the fewest passes whose lower bound
-        meets ``--min-baseline-rate`` (``stats.fewest_passes``). A matching run is an upper
-        bound on a reproducing one (the signature is pinned from the runs afterwards), so no
-        baseline that could pass is ever cut short, and a passing baseline always has all its
-        runs: the policy (θ, the mode) is learnt from the full count, exactly as before."""
-        n, c = self._config.baseline_runs, self._config.confidence
-        needed = stats.fewest_passes(n, c, self._config.min_baseline_rate)
-        if needed > n:
+        The baseline is adaptive (``stats.baseline``, docs/statistics.md §A4): it looks after
+        ``--baseline-runs`` runs, and while the failure showed but the lower bound is below
+        ``--min-baseline-rate`` it runs ``BASELINE_BLOCK`` more and looks again, up to its cap;
+        a look that passes ends it, and the policy is learnt from every run so far. It stops
+        early once its rejection is certain: when the runs that matched so far plus every run
+        not yet finished, up to the cap, cannot reach the fewest passes whose lower bound at
+        the cap meets the rate (``stats.fewest_passes``; no earlier look can then pass either),
+        and, as before the looks, when not one of the first ``stats.first_misses`` runs
+        matched (16 at the defaults: the first look could no longer pass). A matching run is an
+        upper bound on a reproducing one (the signature is pinned from the runs at each look),
+        so no baseline that could pass is ever cut short."""
+        config, workers = self._config, jobs or self._jobs
+        c, rate = config.confidence, config.min_baseline_rate
+        looks = config.baseline_looks
+        needed = stats.looks_needed(looks, c, rate)
+        cap = looks[-1]
+        if needed[-1] > cap:
             raise BaselineError(
-                f"--min-baseline-rate {self._config.min_baseline_rate} cannot be reached with "
-                f"{n} baseline runs (even {n}/{n} gives a lower bound of "
-                f"{stats.lower_bound(n, n, c):.3f} at confidence {c}); raise --baseline-runs or "
-                "lower --min-baseline-rate"
+                f"--min-baseline-rate {rate} cannot be reached with {cap} baseline runs (even "
+                f"{cap}/{cap} gives a lower bound of {stats.lower_bound(cap, cap, c):.3f} at "
+                f"confidence {c}); raise --baseline-runs above {cap} or lower "
+                "--min-baseline-rate"
             )
-        curtail = _Curtailment(n, needed)
+        curtail = _Curtailment(looks[0], needed[0], cap, needed[-1])
 
         def one(i: int) -> Outcome | None:
             if curtail.certain():
@@ -248,14 +262,57 @@ class Oracle:
             curtail.record(matched)
             return outcome
 
-        ran = map_samples(one, n, jobs or self._jobs)
-        outcomes = [o for o in ran if o is not None]
-        if len(outcomes) < n:
-            raise BaselineError(_curtailed_message(outcomes, curtail, self._config))
+        outcomes: list[Outcome] = []
+        passes, lower = 0, 0.0
+        for look, runs in enumerate(looks):
+            start = len(outcomes)
+            ran = map_samples(_shifted(one, start), runs - start, workers)
+            outcomes += [o for o in ran if o is not None]
+            if len(outcomes) < runs:
+                raise BaselineError(self._cut_short(outcomes, curtail, workers))
+            passes = self._passes(outcomes) if curtail.matched else 0
+            if look == 0 and passes == 0:
+                raise BaselineError(
+                    f"the command did not reproduce the failure in any of {runs} baseline runs"
+                    f"{_baseline_hint(outcomes)}; check --command, --match/--exit-code and --env"
+                )
+            lower = stats.lower_bound(passes, runs, c)
+            if lower >= rate or runs == cap:
+                break
+            if self._hooks.on_baseline_look is not None:
+                self._hooks.on_baseline_look(runs, passes, lower, looks[look + 1])
+        if lower < rate:
+            stopped = f"after {cap} runs, the most the baseline makes"
+            raise BaselineError(refusal(outcomes, passes, config, workers, stopped))
         return self._learn_baseline(outcomes)
 
+    def _passes(self, outcomes: list[Outcome]) -> int:
+        """Reproducing runs under the signature pinned from ``outcomes`` (a look's count)."""
+        learnt = self._contract.learn(list(outcomes))
+        return sum(learnt.reproduces(o) for o in outcomes)
+
+    def _cut_short(self, outcomes: list[Outcome], curtail: _Curtailment, jobs: int) -> str:
+        """The error of a baseline stopped once its rejection was certain."""
+        m, rate = len(outcomes), self._config.min_baseline_rate
+        n, needed = curtail.runs, curtail.needed
+        if curtail.matched == 0 and m <= curtail.first:  # the first look's own rejection
+            n, needed = curtail.first, curtail.first_needed
+        stopped = (
+            f"stopped after {m} of {n}: even if the other {n - m} reproduced, fewer than "
+            f"{needed} of {n} would"
+        )
+        if curtail.matched == 0:
+            return (
+                f"the command did not reproduce the failure in any of {m} baseline runs "
+                f"({stopped}, below --min-baseline-rate {rate} at confidence "
+                f"{self._config.confidence}){_baseline_hint(outcomes)}; check --command, "
+                "--match/--exit-code and --env"
+            )
+        return refusal(outcomes, curtail.matched, self._config, jobs, stopped, matched=True)
+
     def _learn_baseline(self, outcomes: list[Outcome]) -> Baseline:
-        """Pin the signature from every baseline run, judge them, learn the policy."""
+        """Pin the signature from every baseline run, judge them, learn the policy (the checks
+        repeat the last look's, for a caller with its own outcomes)."""
         n, c = len(outcomes), self._config.confidence
         self._contract = self._contract.learn(list(outcomes))
         verdicts = [self._contract.reproduces(o) for o in outcomes]
@@ -274,11 +331,7 @@ class Oracle:
                 f"{_baseline_hint(outcomes)}; check --command, --match/--exit-code and --env"
             )
         if lower < self._config.min_baseline_rate:
-            raise BaselineError(
-                f"baseline reproduced {passes}/{n} runs, lower bound {lower:.3f} at confidence "
-                f"{c} is below --min-baseline-rate {self._config.min_baseline_rate}; raise "
-                "--baseline-runs or lower --min-baseline-rate"
-            )
+            raise BaselineError(refusal(outcomes, passes, self._config, self._jobs, f"{n} runs"))
         self._set_policy(SamplingPolicy.learn(self._config, passes, n, lower))
         return baseline
 
@@ -424,24 +477,47 @@ class Oracle:
     # -- final validation --------------------------------------------------------------------
 
     def final_validation(
-        self, tree: Tree, runs: int, jobs: int | None = None, outcomes: list[Outcome] | None = None
-    ) -> tuple[int, int, int | None]:
-        """Fixed-size validation (passes, runs, first exit code); ``outcomes``: taken early."""
+        self,
+        tree: Tree,
+        runs: int,
+        jobs: int | None = None,
+        outcomes: list[Outcome] | None = None,
+        *,
+        alpha: float | None = None,
+    ) -> FinalSample:
+        """The final test's runs of ``tree``: up to ``runs`` fresh runs (``outcomes``: all of
+        them, taken early by the prefetch). When the policy curtails it (ReproMin chose the
+        runs, ``policy.final_curtailed``) no run starts once the exact test at ``alpha`` has a
+        certain outcome (``stats.CurtailedTest``); runs in flight then still finish and count.
+        The recorded counts are the runs made."""
         if runs == 0:
-            return 0, 0, None
-        outcomes = outcomes or map_samples(
-            lambda i: self.sample(tree, f"final-{i}", phase=None, budgeted=False),
-            runs,
-            jobs or self._jobs,
-        )
+            return FinalSample(0, 0, None, 0, False)
+        if outcomes is None:
+            policy = self.policy
+            test = None
+            if alpha is not None and policy.final_curtailed(self._config.final_runs):
+                test = stats.CurtailedTest(policy.theta, alpha, runs)
+            tally = _GateTally(test)
+
+            def one(i: int) -> Outcome | None:
+                if tally.decided():
+                    return None
+                outcome = self.sample(tree, f"final-{i}", phase=None, budgeted=False)
+                tally.record(self._contract.reproduces(outcome))
+                return outcome
+
+            ran = map_samples(one, runs, jobs or self._jobs)
+            outcomes = [o for o in ran if o is not None]
         verdicts = [self._contract.reproduces(o) for o in outcomes]
         exit_code = next((o.exit_code for o, v in zip(outcomes, verdicts, strict=True) if v), None)
         if exit_code is None:
             exit_code = outcomes[0].exit_code
-        return sum(verdicts), runs, exit_code
+        return FinalSample(sum(verdicts), len(outcomes), exit_code, runs, len(outcomes) < runs)
 
-    def planned_final_runs(self) -> int:
-        return self.policy.final_runs(self._config.final_runs)
+    def planned_final_runs(self, alpha: float | None = None) -> int:
+        """The final test's runs (at most, when it stops once certain) at level ``alpha``,
+        the next payload gate's by default."""
+        return self.policy.final_runs(self._config.final_runs, alpha)
 
     def take_gate(self) -> tuple[int, float]:
         """The next final-test (payload gate) index and its level, persisted before use."""
@@ -451,10 +527,48 @@ class Oracle:
         return index, policy.gate_alpha(index)
 
 
-class _Curtailment:
-    """The baseline's running count: is its rejection already certain?"""
+@dataclass(frozen=True, slots=True)
+class FinalSample:
+    """The final test's runs: ``passes`` of ``runs`` made, of ``planned``; ``stopped_early``:
+    its outcome was certain before every planned run was made."""
 
-    def __init__(self, runs: int, needed: int) -> None:
+    passes: int
+    runs: int
+    exit_code: int | None
+    planned: int
+    stopped_early: bool
+
+
+class _GateTally:
+    """The final test's running count under its stopping rule (none: every run is made)."""
+
+    def __init__(self, test: stats.CurtailedTest | None) -> None:
+        self.test = test
+        self.passes = self.done = 0
+        self._lock = threading.Lock()
+
+    def record(self, passed: bool) -> None:
+        with self._lock:
+            self.done += 1
+            self.passes += passed
+
+    def decided(self) -> bool:
+        """Is the outcome certain from the runs finished so far (runs in flight could still
+        pass, so they count as runs left)?"""
+        if self.test is None:
+            return False
+        with self._lock:
+            return self.test.decide(self.passes, self.done) is not stats.Decision.CONTINUE
+
+
+class _Curtailment:
+    """The baseline's running count: is its rejection already certain? ``runs`` is the cap,
+    ``needed`` the fewest passes whose lower bound at the cap reaches the rate; ``first`` and
+    ``first_needed`` the same for the first look, whose rejection also ends a baseline that
+    has not matched at all (``stats.first_misses``)."""
+
+    def __init__(self, first: int, first_needed: int, runs: int, needed: int) -> None:
+        self.first, self.first_needed = first, first_needed
         self.runs, self.needed = runs, needed
         self.matched = self.done = 0
         self._lock = threading.Lock()
@@ -465,9 +579,18 @@ class _Curtailment:
             self.matched += matched
 
     def certain(self) -> bool:
-        """Even if every run not yet finished matched, too few would (runs in flight count)."""
+        """Even if every run not yet finished matched, too few would (runs in flight count):
+        at the cap, or -- nothing matched yet -- at the first look."""
         with self._lock:
-            return self.matched + (self.runs - self.done) < self.needed
+            if self.matched + (self.runs - self.done) < self.needed:
+                return True
+            first_left = max(0, self.first - self.done)
+            return self.matched == 0 and first_left < self.first_needed <= self.first
+
+
+def _shifted(fn: Callable[[int], Outcome | None], start: int) -> Callable[[int], Outcome | None]:
+    """``fn`` numbering from ``start`` (a baseline block's samples continue the labels)."""
+    return lambda i: fn(start + i)
 
 
 def _baseline_hint(outcomes: list[Outcome]) -> str:
@@ -475,25 +598,3 @@ def _baseline_hint(outcomes: list[Outcome]) -> str:
     if timeouts:
         return f" ({timeouts} of {len(outcomes)} runs timed out; raise --timeout)"
     return f" (last exit code {outcomes[-1].exit_code})" if outcomes else ""
-
-
-def _curtailed_message(
-    outcomes: list[Outcome], curtail: _Curtailment, config: SamplingConfig
-) -> str:
-    """The error of a baseline stopped once its rejection was certain."""
-    m, n, rate = len(outcomes), curtail.runs, config.min_baseline_rate
-    stopped = (
-        f"stopped after {m} of {n}: even if the other {n - m} reproduced, fewer than "
-        f"{curtail.needed} of {n} would, below --min-baseline-rate {rate} at confidence "
-        f"{config.confidence}"
-    )
-    if curtail.matched == 0:
-        return (
-            f"the command did not reproduce the failure in any of {m} baseline runs "
-            f"({stopped}){_baseline_hint(outcomes)}; check --command, --match/--exit-code and "
-            "--env"
-        )
-    return (
-        f"baseline matched the failure in {curtail.matched}/{m} runs ({stopped}); raise "
-        "--baseline-runs or lower --min-baseline-rate"
-    )

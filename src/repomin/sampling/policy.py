@@ -48,6 +48,19 @@ SCREEN_POWER = 0.9
 POLICY_RECORD = 3
 #: Most payload gates (final validations) of one reduction; each failed gate backtracks.
 MAX_GATES = 6
+#: The adaptive baseline (docs/statistics.md §A4): after ``--baseline-runs`` runs, while the
+#: failure showed but the lower bound is below ``--min-baseline-rate``, BASELINE_BLOCK more
+#: runs and another look, up to BASELINE_CAP runs in all (or ``--baseline-runs`` if larger).
+BASELINE_BLOCK = 20
+BASELINE_CAP = 160
+#: Final runs ReproMin chooses (docs/statistics.md §2a): 10 for a deterministic baseline; for a
+#: flaky one the fewest runs whose exact test passes with probability >= GATE_POWER at the
+#: baseline's GATE_SIZING_CONFIDENCE lower bound (at most MAX_FINAL_RUNS), else FLAKY_FINAL_RUNS.
+DETERMINISTIC_FINAL_RUNS = 10
+FLAKY_FINAL_RUNS = 50
+GATE_POWER = 0.95
+GATE_SIZING_CONFIDENCE = 0.8
+MAX_FINAL_RUNS = 400
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +101,12 @@ class SamplingConfig:
             return
         # The all-pass Clopper-Pearson lower bound in closed form (Beta(n, 1).ppf(q) = q^(1/n)):
         # option parsing must not wait for scipy, which ``repomin reduce`` imports meanwhile.
-        best = (1.0 - self.confidence) ** (1.0 / self.baseline_runs)
+        # An all-pass baseline stops at the first look whose bound reaches the rate (§A4).
+        looks = self.baseline_looks
+        runs = next(
+            (n for n in looks if self.alpha ** (1.0 / n) >= self.min_baseline_rate), looks[-1]
+        )
+        best = self.alpha ** (1.0 / runs)
         theta = self.min_candidate_rate or max(best / 2, 1e-3)
         first = stats.spend_alpha(self.alpha, 1, self.spending)
         if theta**n > first:
@@ -102,6 +120,11 @@ class SamplingConfig:
     @property
     def alpha(self) -> float:
         return 1.0 - self.confidence
+
+    @property
+    def baseline_looks(self) -> tuple[int, ...]:
+        """Run counts at which the baseline looks at its lower bound (the last is its cap)."""
+        return stats.baseline_looks(self.baseline_runs, BASELINE_BLOCK, BASELINE_CAP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +147,9 @@ class SamplingPolicy:
     gates: int = 0  # payload-gate indexes taken so far
     rate: RateEvidence | None = None  # the incumbent's rate evidence (flaky baselines)
     budget_configured: bool = False  # --failure-budget given: never re-sized
+    #: the rate the final runs are sized for: the baseline's lower bound at
+    #: GATE_SIZING_CONFIDENCE (flaky baselines; None: deterministic, or an older record)
+    gate_rate: float | None = None
 
     # -- learning ----------------------------------------------------------------------------
 
@@ -150,6 +176,9 @@ class SamplingPolicy:
             gated=gated,
             rate=None if deterministic else RateEvidence(passes / runs).add_counts(passes, runs),
             budget_configured=config.failure_budget is not None,
+            gate_rate=(
+                None if deterministic else stats.lower_bound(passes, runs, GATE_SIZING_CONFIDENCE)
+            ),
         )
         if deterministic:
             return replace(policy, failure_budget=policy._failure_budget(config.failure_budget))
@@ -324,12 +353,33 @@ class SamplingPolicy:
 
     # -- final validation --------------------------------------------------------------------
 
-    def final_runs(self, configured: int | None) -> int:
-        """``--final-runs``, or by default 10 (deterministic) / 50 (flaky: power >= 0.98 for the
-        exact test of p > theta when a lucky baseline put theta at half of 0.66 and p = 0.6)."""
+    def final_runs(self, configured: int | None, alpha: float | None = None) -> int:
+        """``--final-runs``, or ReproMin's choice for the test at level ``alpha`` (default: the
+        next gate's): 10 for a deterministic baseline; for a flaky one the fewest runs whose
+        exact test passes with probability >= ``GATE_POWER`` at ``gate_rate`` (the baseline's
+        80% lower bound, so at least as often at its point estimate), else at the point
+        estimate, at most ``MAX_FINAL_RUNS``; 50 when neither can reach it (a configured θ at
+        or above the estimate), after an escalation from a deterministic baseline (no rate
+        evidence) and for policy records that predate the sizing."""
         if configured is not None:
             return configured
-        return 10 if self.deterministic and not self.switches else 50
+        if self.deterministic and not self.switches:
+            return DETERMINISTIC_FINAL_RUNS
+        if self.gate_rate is None or self.rate is None:
+            return FLAKY_FINAL_RUNS
+        level = self.gate_alpha(self.gates + 1) if alpha is None else alpha
+        for rate in (self.gate_rate, self.rate.base):
+            runs = stats.sized_runs(self.theta, level, rate, GATE_POWER, MAX_FINAL_RUNS)
+            if runs is not None:
+                return runs
+        return FLAKY_FINAL_RUNS
+
+    def final_curtailed(self, configured: int | None) -> bool:
+        """Does the final test stop once its outcome is certain (``stats.CurtailedTest``)?
+        When ReproMin chose a flaky failure's runs; never for an explicit ``--final-runs`` (the
+        user asked for that many) nor for a deterministic baseline's 10 (a deterministic
+        payload would save 2 of them, and those 10 are what the search starts in idle slots)."""
+        return configured is None and not (self.deterministic and not self.switches)
 
     def final_passed(self, passes: int, runs: int, alpha: float) -> bool:
         """Does the final sample support ``p > theta`` at level ``alpha``? (false after 0 runs)"""
@@ -356,6 +406,7 @@ class SamplingPolicy:
             "gates": self.gates,
             "rate": None if self.rate is None else self.rate.to_json(),
             "budget_configured": self.budget_configured,
+            "gate_rate": self.gate_rate,
         }
 
     @classmethod
@@ -382,4 +433,5 @@ class SamplingPolicy:
             gates=int(data["gates"]),
             rate=None if data["rate"] is None else RateEvidence.from_json(data["rate"]),
             budget_configured=bool(data["budget_configured"]),
+            gate_rate=None if data.get("gate_rate") is None else float(data["gate_rate"]),
         )

@@ -6,6 +6,13 @@ its reference values are the unit tests.
 
 from __future__ import annotations
 
+from repomin.sampling.stats.baseline import (
+    BaselineOdds,
+    baseline_looks,
+    baseline_odds,
+    first_misses,
+    looks_needed,
+)
 from repomin.sampling.stats.bounds import (
     amplified_rate,
     binom_pvalue,
@@ -15,6 +22,7 @@ from repomin.sampling.stats.bounds import (
     upper_bound,
     zero_failure_runs,
 )
+from repomin.sampling.stats.gate import CurtailedTest, critical_count, gate_power, sized_runs
 from repomin.sampling.stats.holdout import (
     MAX_SUGGESTED_HOLDOUT_RUNS,
     HoldoutResult,
@@ -38,18 +46,27 @@ __all__ = [
     "LOG2_SPENDING_CONSTANT",
     "MAX_SUGGESTED_HOLDOUT_RUNS",
     "SPENDING_RULES",
+    "BaselineOdds",
+    "CurtailedTest",
     "Decision",
     "HoldoutResult",
     "SequentialDesign",
     "amplified_rate",
+    "baseline_looks",
+    "baseline_odds",
     "binom_pvalue",
+    "critical_count",
     "critical_passes",
     "design",
     "fewest_passes",
     "final_test_passed",
+    "first_misses",
+    "gate_power",
     "holdout_test",
+    "looks_needed",
     "lower_bound",
     "min_certifiable_runs",
+    "sized_runs",
     "spend_alpha",
     "suggest_holdout_runs",
     "threshold_acceptance_probability",
