@@ -470,3 +470,17 @@ def test_a_report_from_before_home_compares_as_fresh() -> None:
     first["execution"].pop("home", None)
     second["execution"]["home"] = "fresh"
     assert "environment_changed" not in codes(build_comparison([first, second]))
+
+
+def test_runs_made_by_a_curtailed_gate_or_an_adaptive_baseline_are_not_a_configuration() -> None:
+    """Two reductions with the same design make different numbers of runs (a gate that stopped
+    once certain, a baseline that looked again): the design fields are compared instead."""
+    first, second = base(), base()
+    for report, made, looked in ((first, 12, 20), (second, 15, 40)):
+        ex = report["execution"]
+        ex.update(final_runs=made, final_planned_runs=34, baseline_runs=looked)
+        ex.update(baseline_runs_cap=160)
+    found = codes(build_comparison([first, second]))
+    assert "final_validation_changed" not in found and "baseline_sampling_changed" not in found
+    second["execution"]["final_planned_runs"] = 96
+    assert "final_validation_changed" in codes(build_comparison([first, second]))

@@ -39,6 +39,19 @@ def _fields(*names: str) -> Callable[[Mapping[str, Any]], Any]:
     return pick
 
 
+def _planned(counted: str, planned: str, *others: str) -> Callable[[Mapping[str, Any]], Any]:
+    """The named fields, with ``counted`` (runs made) replaced by ``planned`` (the design)
+    when the report has it: an adaptive baseline or a gate that stopped once certain makes a
+    number of runs that differs between two reductions of the same configuration."""
+
+    def pick(report: Mapping[str, Any]) -> Any:
+        ex = execution_of(report)
+        key = planned if planned in ex else counted
+        return {name: ex[name] for name in (key, *others) if name in ex}
+
+    return pick
+
+
 def _environment(report: Mapping[str, Any]) -> Any:
     """The environment's names and the samples' HOME (``--home``), and its digest where it is
     comparable: a salted digest
@@ -190,7 +203,13 @@ PAIR_RULES: tuple[ContextRule, ...] = (
     ContextRule(
         "baseline_sampling_changed",
         "the baseline sampling configuration differs",
-        _fields("baseline_runs", "min_baseline_rate", "baseline_policy", "confidence"),
+        _planned(
+            "baseline_runs",
+            "baseline_runs_cap",
+            "min_baseline_rate",
+            "baseline_policy",
+            "confidence",
+        ),
     ),
     ContextRule(
         "candidate_sampling_changed",
@@ -209,7 +228,7 @@ PAIR_RULES: tuple[ContextRule, ...] = (
     ContextRule(
         "final_validation_changed",
         "the final validation configuration differs",
-        _fields("final_runs", "final_policy"),
+        _planned("final_runs", "final_planned_runs", "final_policy"),
     ),
     ContextRule(
         "reduction_strategy_changed",

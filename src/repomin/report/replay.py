@@ -184,7 +184,8 @@ def plan_replay(
             "container has its own HOME): drop --home"
         )
     recorded_home = execution.get("home")
-    planned_runs = runs if runs is not None else max(1, int(execution.get("final_runs", 1)))
+    recorded = execution.get("final_planned_runs", execution.get("final_runs", 1))
+    planned_runs = runs if runs is not None else max(1, int(recorded))
     recorded_jobs = int(execution.get("jobs", 1))
     limit = max(1, cores if cores is not None else (os.cpu_count() or 1))
     capped = jobs is None and min(recorded_jobs, planned_runs) > limit
