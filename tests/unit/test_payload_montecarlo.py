@@ -39,8 +39,9 @@ def _check(root: Path, seeds: range, interruptions: int) -> None:
     false = sum(t.bad_deleted for t in trials)
     upper = stats.upper_bound(false, n, 0.995)  # upper end of the two-sided 99% interval
     assert false / n <= ALPHA and upper <= 1.5 * ALPHA, (false, n, upper)
-    # The kills really happened (a reduction may finish before a late kill point).
-    assert sum(t.interruptions for t in trials) >= 0.9 * interruptions * n
+    # The kills really happened (a reduction may finish before a late kill point: more often
+    # since the final test stops once its outcome is certain).
+    assert sum(t.interruptions for t in trials) >= 0.85 * interruptions * n
 
 
 def test_default_options_small_sample_stays_below_the_binomial_quantile(root: Path) -> None:

@@ -370,11 +370,14 @@ class ClusterRunner:
 
     def _refused(self, fut: Any, pinned: str | None, exc: Exception) -> Outcome:
         """A task's result that is not a plain ReproMin answer (pickled, which the client
-        refuses to decode, or malformed): its worker is drained at once."""
-        worker = pinned
+        refuses to decode, or malformed): the worker that holds it is drained at once. Only a
+        holder the scheduler names is drained, never the placement's choice by default: a
+        pinned task may run elsewhere (``allow_other_workers``), and draining the worker it
+        was pinned to would drain an honest one."""
+        worker: str | None = None
         with contextlib.suppress(Exception):
             holders = list(self._client.who_has([fut]).get(fut.key, ()))
-            worker = str(holders[0]) if holders else pinned
+            worker = str(holders[0]) if holders else None
         reason = " ".join(str(exc).split())[:120] or type(exc).__name__
         why = f"its answer is not plain data ({reason}); refused"
         if worker is not None:
