@@ -5,6 +5,10 @@ code and the report's structure checked before the test reads what it is about."
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -42,3 +46,36 @@ def reduce_ok(
     report: dict[str, Any] = json.loads((sidecar / "report.json").read_text())
     assert structural_errors(report) == []
     return report
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def sigkill_at_mark(proc: subprocess.Popen[bytes], mark: Path, what: str) -> tuple[int, Path]:
+    """Wait until the command wrote ``mark`` (``PID CWD`` of a ``sleep`` it started), SIGKILL
+    ``repomin`` (``proc``) and check that the sleep died with it within 5 s; returns the
+    sleep's PID and the directory it ran in."""
+    deadline = time.monotonic() + 120
+    while not mark.exists():
+        assert proc.poll() is None, proc.communicate()[1].decode()
+        assert time.monotonic() < deadline, f"{what} never started"
+        time.sleep(0.05)
+    pid_text, _, cwd = mark.read_text().strip().partition(" ")
+    sleeper = int(pid_text)
+    assert alive(sleeper)
+    proc.kill()
+    proc.communicate()
+    deadline = time.monotonic() + 5
+    while alive(sleeper) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    survived = alive(sleeper)
+    if survived:
+        os.kill(sleeper, signal.SIGKILL)  # never leave it behind, even when the check fails
+    assert not survived, f"{what} outlived ReproMin"
+    return sleeper, Path(cwd)

@@ -22,7 +22,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ from repomin.runners.host import HostRunner
 from repomin.runners.scratch import private_root
 from repomin.tree import Entry, Tree
 from tests.conftest import reduce_argv
+from tests.e2e._reduce import alive, sigkill_at_mark
 
 TOOL_COMMAND = (
     'test -f "$HOME/.toolrc" || { echo "tool: no default is configured" >&2; exit 3; }; '
@@ -423,14 +423,6 @@ def test_on_a_cluster_inherit_means_the_workers_home(tmp_path: Path) -> None:
 # -- the diagnosis' run in your shell ends with ReproMin ---------------------------------------
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
-
-
 @pytest.mark.slow
 def test_sigkill_during_the_diagnosis_in_your_shell_kills_its_run_and_the_dir_is_reaped(
     tmp_path: Path,
@@ -453,20 +445,7 @@ def test_sigkill_during_the_diagnosis_in_your_shell_kills_its_run_and_the_dir_is
     sleeper: int | None = None
     payload: Path | None = None
     try:
-        deadline = time.monotonic() + 120
-        while not mark.exists():
-            assert proc.poll() is None, proc.communicate()[1].decode()
-            assert time.monotonic() < deadline, "the diagnosis never ran in your shell"
-            time.sleep(0.05)
-        pid_text, _, cwd = mark.read_text().strip().partition(" ")
-        sleeper, payload = int(pid_text), Path(cwd)
-        assert _alive(sleeper)
-        proc.kill()
-        proc.communicate()
-        deadline = time.monotonic() + 5
-        while _alive(sleeper) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not _alive(sleeper), "the diagnosis' run in your shell outlived ReproMin"
+        sleeper, payload = sigkill_at_mark(proc, mark, "the diagnosis' run in your shell")
         workdir = payload.parent
         assert workdir.name.startswith(f"repomin-{proc.pid}-your-shell-"), workdir
         assert workdir.parent == private_root() and workdir.exists()
@@ -481,7 +460,7 @@ def test_sigkill_during_the_diagnosis_in_your_shell_kills_its_run_and_the_dir_is
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-        if sleeper is not None and _alive(sleeper):
+        if sleeper is not None and alive(sleeper):
             os.kill(sleeper, signal.SIGKILL)
         if payload is not None and payload.parent.name.startswith("repomin-"):
             shutil.rmtree(payload.parent, ignore_errors=True)

@@ -16,13 +16,13 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from repomin.runners.scratch import private_root
 from tests.conftest import reduce_argv
+from tests.e2e._reduce import alive, sigkill_at_mark
 
 pytestmark = pytest.mark.slow
 
@@ -31,14 +31,6 @@ COMMAND = (
     'sleep 100 & echo "$! $PWD" > "$REPOMIN_TEST_MARK.tmp"; '
     'mv "$REPOMIN_TEST_MARK.tmp" "$REPOMIN_TEST_MARK"; wait; fi; echo BUG >&2; exit 1'
 )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
 
 
 def _source(root: Path) -> Path:
@@ -62,20 +54,7 @@ def test_sigkill_in_the_your_shell_stage_kills_its_runs_and_the_next_start_reaps
     sleeper: int | None = None
     payload: Path | None = None
     try:
-        deadline = time.monotonic() + 120
-        while not mark.exists():
-            assert proc.poll() is None, proc.communicate()[1].decode()
-            assert time.monotonic() < deadline, "the your-shell stage never started"
-            time.sleep(0.05)
-        pid_text, _, cwd = mark.read_text().strip().partition(" ")
-        sleeper, payload = int(pid_text), Path(cwd)
-        assert _alive(sleeper)
-        proc.kill()
-        proc.communicate()
-        deadline = time.monotonic() + 5
-        while _alive(sleeper) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not _alive(sleeper), "the your-shell run outlived ReproMin"
+        sleeper, payload = sigkill_at_mark(proc, mark, "the your-shell run")
         workdir = payload.parent
         assert workdir.name.startswith(f"repomin-{proc.pid}-your-shell-"), workdir
         assert workdir.parent == private_root(), workdir
@@ -95,7 +74,7 @@ def test_sigkill_in_the_your_shell_stage_kills_its_runs_and_the_next_start_reaps
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-        if sleeper is not None and _alive(sleeper):
+        if sleeper is not None and alive(sleeper):
             os.kill(sleeper, signal.SIGKILL)
         if payload is not None and payload.parent.name.startswith("repomin-"):
             shutil.rmtree(payload.parent, ignore_errors=True)
