@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from repomin.cli.main import cli
 from repomin.report.io import structural_errors
+from tests.conftest import reduce_argv
 
 
 def write_tree(root: Path, files: Mapping[str, str]) -> Path:
@@ -79,3 +80,20 @@ def sigkill_at_mark(proc: subprocess.Popen[bytes], mark: Path, what: str) -> tup
         os.kill(sleeper, signal.SIGKILL)  # never leave it behind, even when the check fails
     assert not survived, f"{what} outlived ReproMin"
     return sleeper, Path(cwd)
+
+
+def search_case(tmp_path: Path) -> tuple[Path, Path, list[str]]:
+    """Nine directories, one needed; ``files`` deletes the others one by one. Once ``block``
+    exists, the next candidate touches ``started`` and sleeps (once), so SIGINT kills it."""
+    files = {"keep/a.txt": "NEEDED\n", **{f"junk{i}/f.txt": f"{i}\n" for i in range(8)}}
+    src = write_tree(tmp_path / "repo", files)
+    block, started = tmp_path / "block", tmp_path / "started"
+    command = (
+        f"if [ -f {block} ] && [ ! -f {started} ]; then touch {started}; sleep 60; fi; "
+        "grep -q NEEDED keep/a.txt 2>/dev/null && { echo BUG; exit 1; }; exit 0"
+    )
+    argv = reduce_argv(
+        src, tmp_path / "out", command, "BUG", "--jobs", "1", "--baseline-runs", "3",
+        "--final-runs", "3", "--passes", "files", "--user-shell-runs", "0",
+    )  # fmt: skip
+    return block, started, argv

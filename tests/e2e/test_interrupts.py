@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import reduce_argv
+from tests.e2e._reduce import search_case, write_tree
 
 
 def _wait_for(path: Path, proc: subprocess.Popen[str], seconds: float = 120) -> None:
@@ -51,13 +52,6 @@ def _files(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 
 
-def _tree(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    return root
-
-
 def _counter(state: Path) -> str:
     """Shell: ``n`` = how often this tree's content has run (counted outside the tree)."""
     return (
@@ -72,7 +66,7 @@ def _counter(state: Path) -> str:
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_sigint_in_the_baseline_is_not_diagnosed_as_a_failed_run(tmp_path: Path, jobs: str) -> None:
-    src = _tree(tmp_path / "repo", {"keep.txt": "NEEDED\n", "junk.txt": "x\n"})
+    src = write_tree(tmp_path / "repo", {"keep.txt": "NEEDED\n", "junk.txt": "x\n"})
     started = tmp_path / "started"
     command = f"touch {started}; sleep 60; echo BUG; exit 1"
     argv = reduce_argv(src, tmp_path / "out", command, "BUG", "--jobs", jobs)
@@ -93,7 +87,7 @@ def test_sigint_in_the_baseline_is_not_diagnosed_as_a_failed_run(tmp_path: Path,
 def _final_blocking(tmp_path: Path) -> tuple[Path, Path, str]:
     """A tree whose payload ({keep.txt}) runs fast when the search decides it, then -- while
     ``block`` exists -- touches ``started`` and sleeps in its final runs."""
-    src = _tree(
+    src = write_tree(
         tmp_path / "repo", {"keep.txt": "NEEDED\n", **{f"junk{i}.txt": f"{i}\n" for i in range(4)}}
     )
     state = tmp_path / "state"
@@ -164,7 +158,7 @@ def _gate_case(tmp_path: Path) -> tuple[Path, Path, str]:
     ReproMin exactly between the failed gate and the revert."""
     keep = "NEEDED\n" + "".join(f"filler {i}\n" for i in range(3))
     files = {"keep.txt": keep, "bad.txt": "bad\n", **{f"junk{i}.txt": f"{i}\n" for i in range(2)}}
-    src = _tree(tmp_path / "repo", files)
+    src = write_tree(tmp_path / "repo", files)
     state = tmp_path / "state"
     state.mkdir()
     gate_done, blocked = state / "gate-done", tmp_path / "blocked"
@@ -217,7 +211,7 @@ def test_sigint_in_the_user_shell_runs_is_an_interruption(tmp_path: Path) -> Non
     """The your-shell runs see the whole environment (samples do not): there the command
     signals that it started and sleeps briefly; Ctrl-C then must not end in an export with
     exit 0 as if nothing had happened."""
-    src = _tree(tmp_path / "repo", {"keep.txt": "NEEDED\n", "junk.txt": "x\n"})
+    src = write_tree(tmp_path / "repo", {"keep.txt": "NEEDED\n", "junk.txt": "x\n"})
     started = tmp_path / "started"
     command = (
         f'if [ -n "$REPOMIN_TEST_USER_SHELL" ]; then touch {started}; sleep 2; fi; '
@@ -243,23 +237,6 @@ def test_sigint_in_the_user_shell_runs_is_an_interruption(tmp_path: Path) -> Non
 # -- resuming after SIGINT in the search ------------------------------------------------------
 
 
-def _search_case(tmp_path: Path) -> tuple[Path, Path, list[str]]:
-    """Nine directories, one needed; ``files`` deletes the others one by one. Once ``block``
-    exists, the next candidate touches ``started`` and sleeps (once), so SIGINT kills it."""
-    files = {"keep/a.txt": "NEEDED\n", **{f"junk{i}/f.txt": f"{i}\n" for i in range(8)}}
-    src = _tree(tmp_path / "repo", files)
-    block, started = tmp_path / "block", tmp_path / "started"
-    command = (
-        f"if [ -f {block} ] && [ ! -f {started} ]; then touch {started}; sleep 60; fi; "
-        "grep -q NEEDED keep/a.txt 2>/dev/null && { echo BUG; exit 1; }; exit 0"
-    )
-    argv = reduce_argv(
-        src, tmp_path / "out", command, "BUG", "--jobs", "1", "--baseline-runs", "3",
-        "--final-runs", "3", "--passes", "files", "--user-shell-runs", "0",
-    )  # fmt: skip
-    return block, started, argv
-
-
 def _interrupt_after_two_mutations(tmp_path: Path, argv: list[str], block: Path) -> None:
     journal = tmp_path / "out.repomin-session" / "journal.jsonl"
     proc = _start(argv)
@@ -276,7 +253,7 @@ def _interrupt_after_two_mutations(tmp_path: Path, argv: list[str], block: Path)
 def test_a_candidate_killed_by_the_interrupt_is_decided_again_on_resume(tmp_path: Path) -> None:
     """The candidate running at Ctrl-C was killed by ReproMin: its verdict is no evidence, so
     the session must not keep it as a rejection (the resume would keep that directory)."""
-    block, _, argv = _search_case(tmp_path)
+    block, _, argv = search_case(tmp_path)
     _interrupt_after_two_mutations(tmp_path, argv, block)
     done = subprocess.run([*argv, "--resume", "-q"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -290,7 +267,7 @@ def test_resume_reads_past_a_damaged_record_and_says_so(tmp_path: Path) -> None:
     """After an interrupt the first journal line is garbled and the ledger gets a torn last
     line (what a crash can leave). The resume uses the records after the damage, tells the
     user, and finishes with the right payload."""
-    block, _, argv = _search_case(tmp_path)
+    block, _, argv = search_case(tmp_path)
     _interrupt_after_two_mutations(tmp_path, argv, block)
     session = tmp_path / "out.repomin-session"
     lines = (session / "journal.jsonl").read_text().splitlines()

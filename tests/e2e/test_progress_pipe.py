@@ -24,6 +24,7 @@ import pytest
 
 from repomin.app import progress as display
 from tests.conftest import reduce_argv
+from tests.e2e._reduce import search_case, write_tree
 
 COMMAND = "grep -q NEEDED keep.txt 2>/dev/null && { echo BUG; exit 1; }; exit 0"
 
@@ -33,16 +34,9 @@ _STAGE = re.compile(
 )
 
 
-def _tree(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    return root
-
-
 def _source(tmp_path: Path) -> Path:
     junk = {f"junk{i}/f.txt": f"line {i}\n" * 3 for i in range(12)}
-    return _tree(tmp_path / "repo", {"keep.txt": "NEEDED\nfiller\n", **junk})
+    return write_tree(tmp_path / "repo", {"keep.txt": "NEEDED\nfiller\n", **junk})
 
 
 def _argv(src: Path, out: Path, *extra: str) -> list[str]:
@@ -109,23 +103,6 @@ def test_the_status_line_comes_between_stages_at_most_once_per_interval(
 # -- --resume says what it found ---------------------------------------------------------------
 
 
-def _search_case(tmp_path: Path) -> tuple[Path, Path, list[str]]:
-    """Nine directories, one needed; ``files`` deletes the others one by one. Once ``block``
-    exists, the next candidate touches ``started`` and sleeps (once), so SIGINT kills it."""
-    files = {"keep/a.txt": "NEEDED\n", **{f"junk{i}/f.txt": f"{i}\n" for i in range(8)}}
-    src = _tree(tmp_path / "repo", files)
-    block, started = tmp_path / "block", tmp_path / "started"
-    command = (
-        f"if [ -f {block} ] && [ ! -f {started} ]; then touch {started}; sleep 60; fi; "
-        "grep -q NEEDED keep/a.txt 2>/dev/null && { echo BUG; exit 1; }; exit 0"
-    )
-    argv = reduce_argv(
-        src, tmp_path / "out", command, "BUG", "--jobs", "1", "--baseline-runs", "3",
-        "--final-runs", "3", "--passes", "files", "--user-shell-runs", "0",
-    )  # fmt: skip
-    return block, started, argv
-
-
 def _wait_for(path: Path, proc: subprocess.Popen[str], seconds: float = 120) -> None:
     deadline = time.monotonic() + seconds
     while not path.exists():
@@ -134,7 +111,7 @@ def _wait_for(path: Path, proc: subprocess.Popen[str], seconds: float = 120) -> 
 
 
 def test_resume_says_what_it_found(tmp_path: Path) -> None:
-    block, started, argv = _search_case(tmp_path)
+    block, started, argv = search_case(tmp_path)
     journal = tmp_path / "out.repomin-session" / "journal.jsonl"
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
@@ -191,7 +168,7 @@ def test_resume_says_a_backtrack_is_pending(tmp_path: Path) -> None:
     says it backtracks first."""
     keep = "NEEDED\n" + "".join(f"filler {i}\n" for i in range(3))
     files = {"keep.txt": keep, "bad.txt": "bad\n", **{f"junk{i}.txt": f"{i}\n" for i in range(2)}}
-    src = _tree(tmp_path / "repo", files)
+    src = write_tree(tmp_path / "repo", files)
     state = tmp_path / "state"
     state.mkdir()
     gate_done, blocked = state / "gate-done", tmp_path / "blocked"
