@@ -4,7 +4,9 @@ Exit codes. validate: 0 valid, 2 invalid (one ``rule: message`` line per problem
 replay: 0 the pinned failure reproduced in at least one run, 1 it reproduced in none, 2 refused
 (invalid report, modified payload without ``--allow-modified``, no ``--yes``, a recorded
 environment name not passed with ``--env``, a recorded inherited HOME without ``--home``, a bad
-boundary option), 3 backend failure, 130 interrupted.
+boundary option), 3 backend failure, 130 interrupted. ``replay --min-rate P0 --certificate PATH``
+also writes the runs and their exact test to ``PATH`` (:mod:`repomin.report.certificate`) once
+every run completed, and ``validate --certificate PATH`` checks such a file against the report.
 
 Replay prints the whole boundary before ``--yes`` is checked: the backend and the image, the
 network, every limit, the user and the strategy with where each comes from (ReproMin's default
@@ -17,8 +19,10 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 import unicodedata
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,9 +34,11 @@ from repomin.cli.common import errors_to_exit
 from repomin.cli.compare_cmd import compare_cmd
 from repomin.cluster import wiring
 from repomin.errors import ReportError, UsageError
+from repomin.report import certificate as cert
 from repomin.report import replay as rp
+from repomin.report.fingerprint import fingerprint
 from repomin.report.summary import build_summary, render_markdown
-from repomin.report.validate import ValidationResult, validate_file
+from repomin.report.validate import Problem, ValidationResult, validate_file
 from repomin.runners.docker_limits import (
     ReplaySandbox,
     describe_effective,
@@ -44,6 +50,7 @@ from repomin.runners.host import IMPLICIT_ENVIRONMENT
 from repomin.sampling.stats import holdout_test
 
 if TYPE_CHECKING:
+    from repomin.runners.base import Runner
     from repomin.tree import Tree
 
 #: Problems that only say "this payload is not the exported one"; ``--allow-modified`` waives them.
@@ -95,6 +102,14 @@ report_group.add_command(compare_cmd)
     default=None,
     help="The exported payload directory: check safety, counts and fingerprint.",
 )
+@click.option(
+    "--certificate",
+    "certificates",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="A certificate written by replay --certificate: check it belongs to REPORT (and its "
+    "payload) and its exact test recomputes. Repeatable.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the compact JSON summary.")
 @click.option(
     "--format",
@@ -104,13 +119,27 @@ report_group.add_command(compare_cmd)
     help="text (default), json (= --json) or markdown (shareable, path-free table).",
 )
 @errors_to_exit
-def validate_cmd(report: Path, payload: Path | None, as_json: bool, fmt: str | None) -> None:
+def validate_cmd(
+    report: Path,
+    payload: Path | None,
+    certificates: tuple[Path, ...],
+    as_json: bool,
+    fmt: str | None,
+) -> None:
     """Check REPORT (and its payload) without running anything; exit 2 when invalid."""
     if as_json and fmt not in (None, "json"):
         raise UsageError(f"--json conflicts with --format {fmt}; pass one of them")
     fmt = "json" if as_json else (fmt or "text")
     path = _report_file(report)
     data, result = validate_file(path, payload=payload)
+    checked: list[Problem] = []
+    valid_certificates: list[tuple[Path, dict[str, Any]]] = []
+    for certificate in certificates:
+        document, problems = cert.validate_certificate_file(certificate, data, result.report_sha256)
+        checked += problems
+        if not problems:
+            valid_certificates.append((certificate, document))
+    result = replace(result, problems=result.problems + tuple(checked))
     if fmt == "json":
         summary = build_summary(data, result, report_path=path)
         click.echo(json.dumps(summary, allow_nan=False))
@@ -128,6 +157,8 @@ def validate_cmd(report: Path, payload: Path | None, as_json: bool, fmt: str | N
             click.echo(
                 f"repomin: payload fingerprint: {_MODE_TEXT[result.payload_fingerprint_mode]}"
             )
+        for certificate, document in valid_certificates:
+            click.echo(_certificate_line(certificate, document))
     if not result.valid:
         _fail(result)
         sys.exit(2)
@@ -172,6 +203,13 @@ def validate_cmd(report: Path, payload: Path | None, as_json: bool, fmt: str | N
     default=None,
     help="Also run the holdout's exact test of 'reproduces with probability >= P0' on these "
     "runs; exit 0 only when it passes.",
+)
+@click.option(
+    "--certificate",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="With --min-rate: write the runs and their exact test to this JSON file (a "
+    "certificate that validate --certificate checks), once every run completed.",
 )
 @click.option(
     "--env",
@@ -231,6 +269,7 @@ def replay_cmd(
     jobs: int | None,
     allow_modified: bool,
     min_rate: float | None,
+    certificate: Path | None,
     env_items: tuple[str, ...],
     network: str | None,
     memory: str | None,
@@ -255,6 +294,9 @@ def replay_cmd(
     """
     if min_rate is not None and not 0 < min_rate < 1:
         raise UsageError(f"--min-rate {min_rate} must be in (0, 1), e.g. 0.3")
+    path = _report_file(report)
+    if certificate is not None:
+        _certificate_allowed(certificate, min_rate, allow_modified, payload, path)
     config = wiring.config_from_flags(
         cluster, cluster_tls_ca, cluster_tls_cert, cluster_tls_key, allow_mixed_workers, True
     )
@@ -262,7 +304,7 @@ def replay_cmd(
     sandbox = ReplaySandbox(
         network, memory, cpus, pids_limit, user, tmp_size, work_size, fresh_container
     )
-    data, drift = _checked_for_replay(_report_file(report), payload, allow_modified)
+    data, drift, digest = _checked_for_replay(path, payload, allow_modified)
     if config is None and data["execution"]["backend"] == "docker":
         require("docker", "docker", "replaying a docker report")  # before the plan's checks
     # Samples on a cluster run on its workers: this machine's cores do not cap them there.
@@ -271,6 +313,37 @@ def replay_cmd(
         data, runs=runs, timeout=timeout, jobs=jobs, sandbox=sandbox, cores=cores, home=home
     )
     _describe(plan, allowed, set(env_items) & set(allowed), cluster=config is not None)
+    _require_yes(yes)
+    env = rp.replay_environment(plan, allowed)
+    rp.replay_home(plan)  # a report that recorded an inherited HOME needs --home
+    matches = rp.environment_matches(plan, env)
+    _say_digest(matches)
+    tree = _read_checked_payload(data, payload, drift)
+    runner = (
+        rp.make_runner(plan, payload.absolute())
+        if config is None
+        else wiring.replay_runner(plan, config)
+    )
+    obs, described = _run_replay(plan, tree, runner, env)
+    written = None
+    if certificate is not None:
+        assert min_rate is not None and digest is not None  # _certificate_allowed; a read report
+        environment = cert.environment_record(
+            plan, described, cluster=config is not None, environment_verified=matches
+        )
+        status = _write_certificate(
+            certificate, obs, min_rate, plan, data, digest, payload, environment
+        )
+        written = (
+            f"repomin: certificate written: {certificate} (holdout {status}); check it with: "
+            f"repomin report validate {shlex.quote(str(path))} --payload "
+            f"{shlex.quote(str(payload))} --certificate {shlex.quote(str(certificate))}"
+        )
+    _observed(obs, min_rate, written)
+
+
+def _require_yes(yes: bool) -> None:
+    """Exit 2 after the description unless ``--yes``: the command is arbitrary shell code."""
     if not yes:
         click.echo(
             "repomin: refusing to run an unsigned command without --yes; review the command, "
@@ -278,20 +351,19 @@ def replay_cmd(
             err=True,
         )
         sys.exit(2)
-    env = rp.replay_environment(plan, allowed)
-    rp.replay_home(plan)  # a report that recorded an inherited HOME needs --home
-    _say_digest(rp.environment_matches(plan, env))
-    tree = _read_checked_payload(data, payload, drift)
-    runner = (
-        rp.make_runner(plan, payload.absolute())
-        if config is None
-        else wiring.replay_runner(plan, config)
-    )
+
+
+def _run_replay(
+    plan: rp.ReplayPlan, tree: Tree, runner: Runner, env: dict[str, str]
+) -> tuple[rp.ReplayObservation, dict[str, Any]]:
+    """The runs (the runner closed after them), the runner's description as it stood after
+    them, and the first run explained when none reproduced."""
     try:
         described = runner.describe()
         if described.get("backend") == "docker" and "docker_network" in described:
             click.echo(f"repomin: boundary in force: {describe_effective(described)}")
         obs = rp.run_replay(plan, tree, runner, env)
+        described = runner.describe()  # after the runs: e.g. a Docker strategy that fell back
     finally:
         runner.close()
     if not obs.reproduced and obs.first_miss is not None:
@@ -299,7 +371,79 @@ def replay_cmd(
 
         for line in describe_run("replay run 1", plan.contract, obs.first_miss):
             click.echo(f"repomin: {line}", err=True)
-    _observed(obs, min_rate)
+    return obs, described
+
+
+def _certificate_allowed(
+    path: Path, min_rate: float | None, allow_modified: bool, payload: Path, report: Path
+) -> None:
+    """``--certificate`` needs the test it records and the payload the report describes; its
+    path is checked before anything runs."""
+    if min_rate is None:
+        raise UsageError(
+            "--certificate records the exact test of --min-rate P0: add --min-rate, e.g. "
+            "--min-rate 0.3"
+        )
+    if allow_modified:
+        raise UsageError(
+            "--certificate certifies the payload the report describes; a modified one cannot "
+            "be: drop --allow-modified (or --certificate)"
+        )
+    cert.check_destination(path, payload=payload, report=report)
+
+
+def _write_certificate(
+    path: Path,
+    obs: rp.ReplayObservation,
+    min_rate: float,
+    plan: rp.ReplayPlan,
+    data: dict[str, Any],
+    digest: str,
+    payload: Path,
+    environment: dict[str, Any],
+) -> str:
+    """The certificate of these runs, written once every run completed (an interruption or a
+    backend failure never gets here); returns its holdout status. The payload's fingerprints
+    are taken again and must be the tree that ran."""
+    artifact = fingerprint(payload)
+    ran = data["output"].get("tree_content_sha256")
+    if ran is None or artifact.tree_content_sha256 != ran:
+        raise ReportError(
+            "payload.fingerprint: the payload changed during the replay (or the report "
+            "records no fingerprint for it); no certificate was written"
+        )
+    document = cert.build_certificate(
+        samples=obs.samples,
+        min_rate=min_rate,
+        alpha=_alpha(obs.confidence),
+        jobs=plan.jobs,
+        artifact=artifact,
+        report=data,
+        report_sha256=digest,
+        environment=environment,
+    )
+    cert.write_certificate(path, document)
+    status: str = document["holdout_certification"]["status"]
+    return status
+
+
+def _alpha(confidence: float) -> float:
+    """The exact test's level at the report's confidence (as ``--min-rate`` always used it)."""
+    return round(1 - confidence, 12)
+
+
+def _certificate_line(path: Path, data: dict[str, Any]) -> str:
+    """One line about a certificate that validated (its values escaped: a certificate is its
+    sender's to write)."""
+    hold, env = data["holdout_certification"], data["environment"]
+    return _printable(
+        f"repomin: certificate valid: {path}: holdout {hold['status']}, "
+        f"{hold['passes']}/{hold['planned_runs']} runs reproduced, p >= {hold['min_rate']:g} at "
+        f"confidence {hold['confidence']:g} (exact lower bound {hold['lower_bound']:.3f}, "
+        f"p-value {hold['p_value']:.4g}); payload {data['payload_fingerprint_mode']} match; "
+        f"{env['backend']} backend ({env['sample_isolation']}), {data['created_utc']}, "
+        f"ReproMin {data['repomin_version']}"
+    )
 
 
 def _say_digest(matches: bool | None) -> None:
@@ -326,8 +470,9 @@ def _read_checked_payload(data: dict[str, Any], payload: Path, drift: bool) -> T
 
 def _checked_for_replay(
     path: Path, payload: Path, allow_modified: bool
-) -> tuple[dict[str, Any], bool]:
-    """The validated report and whether the payload drifted (exit 2 when it may not run)."""
+) -> tuple[dict[str, Any], bool, str | None]:
+    """The validated report, whether the payload drifted (exit 2 when it may not run) and the
+    SHA-256 of the report's bytes that were validated."""
     data, result = validate_file(path, payload=payload)
     blocking = [p for p in result.problems if p.rule not in DRIFT_RULES]
     drift = [p for p in result.problems if p.rule in DRIFT_RULES]
@@ -348,11 +493,12 @@ def _checked_for_replay(
     else:
         mode = result.payload_fingerprint_mode
         click.echo(f"repomin: payload fingerprint: {_MODE_TEXT[mode] if mode else 'not checked'}")
-    return data, bool(drift)
+    return data, bool(drift), result.report_sha256
 
 
-def _observed(obs: rp.ReplayObservation, min_rate: float | None) -> None:
-    """Print the replay's observation; exit with its code."""
+def _observed(obs: rp.ReplayObservation, min_rate: float | None, written: str | None) -> None:
+    """Print the replay's observation (and ``written``: the certificate's line); exit with its
+    code."""
     extra = ", ".join(
         f"{n} {label}"
         for n, label in ((obs.timeouts, "timed out"), (obs.resource_exhausted, "exhausted"))
@@ -365,15 +511,21 @@ def _observed(obs: rp.ReplayObservation, min_rate: float | None) -> None:
     )
     click.echo(
         "repomin: replay is a new observation in the current environment; it does not change "
-        "the report or certify anything"
+        + (
+            "the report (the certificate is a file of its own)"
+            if written
+            else "the report or certify anything"
+        )
     )
     if min_rate is not None:
-        test = holdout_test(obs.passes, obs.runs, min_rate, round(1 - obs.confidence, 12))
+        test = holdout_test(obs.passes, obs.runs, min_rate, _alpha(obs.confidence))
         verdict = "supports" if test.certified else "does not support"
         click.echo(
             f"repomin: exact test: {obs.passes}/{obs.runs} {verdict} a rate >= {min_rate:g} "
             f"(p-value {test.p_value:.4g}, needs {test.k_crit} passes)"
         )
+        if written is not None:
+            click.echo(written)
         sys.exit(0 if test.certified else 1)
     sys.exit(0 if obs.reproduced else 1)
 

@@ -21,7 +21,8 @@ from typing import Any
 
 from repomin.failure.contract import FailureSpec
 from repomin.failure.identity import Identity
-from repomin.report.picture import RATES_PICTURE, REDUCTION_PICTURE, picture_names
+from repomin.report.picture import RATES_PICTURE, REDUCTION_PICTURE, is_flaky, picture_names
+from repomin.sampling.stats import lower_bound, upper_bound
 from repomin.tree import Tree
 
 #: Kept files listed by name; the rest are summarised in one line.
@@ -162,6 +163,39 @@ def evidence_sentence(report: Mapping[str, Any]) -> str:
     )
 
 
+def final_interval(report: Mapping[str, Any]) -> tuple[float, float] | None:
+    """The exact two-sided Clopper--Pearson interval of the final runs' rate at the report's
+    ``confidence`` c: each end the one-sided bound at (1 + c) / 2. None without final runs."""
+    ex = report["execution"]
+    passes, runs = ex.get("final_passes"), ex.get("final_runs")
+    if not isinstance(passes, int) or not isinstance(runs, int) or not 0 <= passes <= runs:
+        return None
+    if runs == 0:  # no final runs (--final-runs 0, or a deadline that left no time)
+        return None
+    level = (1 + float(ex["confidence"])) / 2
+    return lower_bound(passes, runs, level), upper_bound(passes, runs, level)
+
+
+def final_rate_text(report: Mapping[str, Any]) -> str | None:
+    """The final runs' rate with its exact two-sided interval, for a flaky failure (what to
+    expect when running the payload); None for a failure that never missed."""
+    interval = final_interval(report)
+    if interval is None or not is_flaky(report):
+        return None
+    ex = report["execution"]
+    passes, runs = ex["final_passes"], ex["final_runs"]
+    stopped = (
+        "; the test stopped once its outcome was certain, so it describes the runs made"
+        if ex.get("final_stopped_early")
+        else ""
+    )
+    return (
+        f"{passes}/{runs} reproduced (rate {passes / runs:.3f}); exact "
+        f"two-sided Clopper–Pearson interval at confidence {ex['confidence']:g}: "
+        f"[{interval[0]:.3f}, {interval[1]:.3f}]{stopped}"
+    )
+
+
 def slippage_text(report: Mapping[str, Any]) -> str | None:
     """The slippage warning (final or holdout rate significantly off the baseline's), or None."""
     slip = report.get("slippage") or {}
@@ -261,6 +295,7 @@ def render_repomin_md(
     pictures = picture_names(report)  # written beside this file (``picture.render_pictures``)
     size_picture = f"![Size of the tree in bytes and files over the runs]({REDUCTION_PICTURE})"
     rates_picture = f"![Reproduction rates with exact bounds]({RATES_PICTURE})"
+    rate = final_rate_text(report)
     lines = [
         "# ReproMin reproducer",
         "",
@@ -273,6 +308,7 @@ def render_repomin_md(
         *([f"**Warning:** {BUDGET_WARNING}.", ""] if ex.get("budget_exhausted") else []),
         evidence_sentence(report),
         "",
+        *([f"The payload's final runs: {rate}.", ""] if rate is not None else []),
         *([rates_picture, ""] if RATES_PICTURE in pictures else []),
         *_identity_section(report),
         *([user_shell_text(report) or "", ""] if report.get("user_shell") else []),
@@ -383,6 +419,9 @@ def render_terminal(
     if versions is not None:
         lines.append(f"repomin: tools: {versions}")
     lines.append(f"repomin: evidence: {evidence_sentence(report)}")
+    rate = final_rate_text(report)
+    if rate is not None:
+        lines.append(f"repomin: final runs: {rate}")
     if ex.get("budget_exhausted"):
         lines.append(f"repomin: warning: {BUDGET_WARNING}")
     keep, slip = keep_rate_text(report), slippage_text(report)

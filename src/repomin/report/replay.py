@@ -17,8 +17,9 @@ recorded ``execution.home: inherit`` is refused until ``--home`` says which
 in-memory tree whose content fingerprint must equal the one that was validated (so the bytes
 that run are the bytes that were checked); every run gets its own fresh copy from the runner.
 The original report is never written. The result (:class:`ReplayObservation`) is a count of
-reproductions with exact one-sided bounds: evidence about this environment today, not a
-certificate.
+reproductions with exact one-sided bounds, and one holdout sample record per run (the format of
+a report's holdout samples): evidence about this environment today. Written down with its exact
+test, it is a certificate (:mod:`repomin.report.certificate`), a file of its own.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from repomin.runners.base import Outcome, Runner, RunRequest
 from repomin.runners.docker_limits import RECORDED_SETTINGS, ReplaySandbox, replay_settings
 from repomin.runners.extras import require
 from repomin.sampling import stats
+from repomin.sampling.holdout import sample_record
 from repomin.sampling.parallel import map_samples
 from repomin.tree import Tree
 
@@ -127,6 +129,9 @@ class ReplayObservation:
     confidence: float
     #: The first run that did not reproduce, explained when none did (``repomin.app.diagnose``).
     first_miss: Outcome | None = None
+    #: One holdout sample record per run, in run order (``index`` 1..runs): what a certificate
+    #: records (:func:`repomin.sampling.holdout.sample_record`).
+    samples: tuple[dict[str, Any], ...] = ()
 
     @property
     def reproduced(self) -> bool:
@@ -386,12 +391,16 @@ def run_replay(
         raise AssertionError("unreachable")  # pragma: no cover
 
     outcomes = map_samples(one, plan.runs, plan.jobs)
-    passes = sum(1 for o in outcomes if plan.contract.reproduces(o))
+    reproduced = [plan.contract.reproduces(o) for o in outcomes]
     return ReplayObservation(
         runs=plan.runs,
-        passes=passes,
+        passes=sum(reproduced),
         timeouts=sum(1 for o in outcomes if o.timed_out),
         resource_exhausted=sum(1 for o in outcomes if o.resource_exhausted),
         confidence=plan.confidence,
-        first_miss=next((o for o in outcomes if not plan.contract.reproduces(o)), None),
+        first_miss=next((o for o, hit in zip(outcomes, reproduced, strict=True) if not hit), None),
+        samples=tuple(
+            sample_record(i + 1, o, hit)
+            for i, (o, hit) in enumerate(zip(outcomes, reproduced, strict=True))
+        ),
     )

@@ -11,8 +11,9 @@ fingerprint). ``payload_fingerprint_verified`` is derived from the fingerprint m
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,8 @@ __all__ = [
     "ValidationResult",
     "check_report",
     "load_report",
+    "parse_report",
+    "read_report",
     "validate_file",
     "validate_report",
 ]
@@ -62,6 +65,9 @@ class ValidationResult:
     problems: tuple[Problem, ...]
     payload: Path | None = None
     payload_fingerprint_mode: FingerprintMode | None = None
+    #: SHA-256 of the report file's bytes, the very bytes that were parsed and checked (set by
+    #: :func:`validate_file` when the file could be read); what a certificate names its report by.
+    report_sha256: str | None = None
 
     @property
     def valid(self) -> bool:
@@ -105,17 +111,29 @@ def _no_constants(name: str) -> Any:
 
 def load_report(path: Path) -> Any:
     """Parse a report file strictly. Raises :class:`ReportLoadError` with a one-line problem."""
+    return parse_report(read_report(path), path)
+
+
+def read_report(path: Path) -> bytes:
+    """The file's bytes, refused (:class:`ReportLoadError`, ``json.unreadable``) when it cannot
+    be read or is larger than 64 MiB -- checked before a byte is read, so that a huge (or
+    sparse) file costs nothing. Certificates are read with the same limit."""
     try:
         size = path.stat().st_size
         if size > MAX_REPORT_BYTES:
             raise ReportLoadError(
                 Problem("json.unreadable", f"{path}: {size} bytes is larger than 64 MiB")
             )
-        raw = path.read_bytes()
+        return path.read_bytes()
     except OSError as exc:
         raise ReportLoadError(
             Problem("json.unreadable", f"cannot read {path}: {exc.strerror or exc}")
         ) from None
+
+
+def parse_report(raw: bytes, path: Path) -> Any:
+    """Strict JSON of ``raw`` (read from ``path``): UTF-8, no duplicate key, no NaN or infinity.
+    Raises :class:`ReportLoadError` with a one-line problem."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -198,12 +216,17 @@ def validate_file(
 
     When the file cannot be parsed, its one problem is reported, and a given payload still gets
     its safety scan (it is never hashed or compared: there is nothing to compare it with).
+    ``result.report_sha256`` is the digest of the bytes read, whenever they could be read.
     """
+    digest: str | None = None
     try:
-        data = load_report(report_path)
+        raw = read_report(report_path)
+        digest = hashlib.sha256(raw).hexdigest()
+        data = parse_report(raw, report_path)
     except ReportLoadError as exc:
         problems = [exc.problem]
         if payload is not None:
             problems += check_payload(None, payload, report_path=report_path)[0]
-        return None, ValidationResult(tuple(problems), payload, None)
-    return data, validate_report(data, payload=payload, report_path=report_path)
+        return None, ValidationResult(tuple(problems), payload, None, digest)
+    result = validate_report(data, payload=payload, report_path=report_path)
+    return data, replace(result, report_sha256=digest)
