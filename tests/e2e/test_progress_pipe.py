@@ -58,8 +58,9 @@ def test_a_reduction_in_a_pipe_prints_one_line_per_stage(tmp_path: Path) -> None
     assert labels, done.stderr
     passes = [label for label in labels if label.startswith("pass ")]
     assert labels[0].startswith("baseline"), labels  # said when it has ended
-    assert labels[1] == "traced run", labels
-    assert passes and labels.index(passes[0]) == 2, labels
+    assert labels[1] == "your shell (before the search) (1 run)", labels
+    assert labels[2] == "traced run", labels
+    assert passes and labels.index(passes[0]) == 3, labels
     assert labels[-3:] == ["final test (3 runs)", "your shell (2 runs)", "export"], labels
     assert "baseline (3 runs in " in labels[0]
     # every stage is one line: the stages after the search appear once each

@@ -196,3 +196,25 @@ def test_notices_in_a_pipe_and_quiet(capsys: Any) -> None:
     LogProgress().message("shown")
     NullProgress().notice("never")
     assert capsys.readouterr().err == "repomin: first\nrepomin: second\nrepomin: shown\n"
+
+
+def test_diagnosis_stages_are_not_called_passes_in_a_pipe(capsys: Any) -> None:
+    """A run made to explain a baseline (in your shell, traced, with ignored files) is a stage
+    of its own in a pipe, not ``pass your shell (diagnosis)``; a real pass still is one."""
+    from repomin.app.progress import NoticeProgress
+
+    progress = NoticeProgress()
+    for name in (
+        "your shell (diagnosis)",
+        "traced run (diagnosis)",
+        "ignore check (unfiltered tree)",
+    ):
+        progress.stage(name, 1)
+    progress.stage("lines")
+    err = capsys.readouterr().err
+    assert "pass your shell" not in err and "pass traced run" not in err
+    assert "pass ignore check" not in err
+    assert " your shell (diagnosis) (1 run): " in err
+    assert " traced run (diagnosis) (1 run): " in err
+    assert " ignore check (unfiltered tree) (1 run): " in err
+    assert " pass lines: " in err

@@ -370,6 +370,7 @@ def _listed(paths: Sequence[str]) -> str:
 def your_shell_note(
     reproduced: bool,
     *,
+    head: str | None = None,
     home: str,
     read_only: bool = False,
     traced: bool = False,
@@ -385,7 +386,9 @@ def your_shell_note(
     traced sample's strace log was read, and ``reads`` is what it looked for under HOME that
     the user's HOME has (:func:`home_reads`); ``present``: the usual toolchain paths the user's
     HOME has (:func:`home_paths_present`, named when no log says better); ``variables``: the
-    names of the user's environment that samples do not see."""
+    names of the user's environment that samples do not see; ``head``: the opening (``None``:
+    that the failure reproduces in the user's shell but in no baseline run; "": none, the
+    caller said what happened)."""
     if not reproduced:
         return "one run in your own shell (your HOME and environment) did not reproduce either"
     seen = "read-only" if read_only else "writable"
@@ -396,31 +399,48 @@ def your_shell_note(
         if variables
         else ""
     )
-    head = "the failure reproduces in your own shell but in no baseline run"
+    if head is None:
+        head = "the failure reproduces in your own shell but in no baseline run"
     if home == "inherit":
         written = "; a tool that must write under HOME fails there" if read_only else ""
-        return (
-            f"{head}; the samples see your HOME ({seen}{written}) but not the rest of your "
-            "environment" + (f": {more}" if more else "")
+        return _joined(
+            head,
+            "; ",
+            f"the samples see your HOME ({seen}{written}) but not the rest of your environment"
+            + (f": {more}" if more else ""),
         )
     if reads:
-        return (
-            f"{head}: the samples' HOME is a fresh empty directory, and they looked for "
-            f"{_listed(reads)} there, which your HOME has; {fix}"
+        return _joined(
+            head,
+            ": ",
+            f"the samples' HOME is a fresh empty directory, and they looked for "
+            f"{_listed(reads)} there, which your HOME has; {fix}",
         )
     if traced:
-        return (
-            f"{head}; a traced sample looked for nothing under its (fresh, empty) HOME that "
-            "yours has" + (f": {more}" if more else "") + f"; else {fix}"
+        return _joined(
+            head,
+            "; ",
+            "a traced sample looked for nothing under its (fresh, empty) HOME that yours has"
+            + (f": {more}" if more else "")
+            + f"; else {fix}",
         )
     if present:
-        return (
-            f"{head}: the samples' HOME is a fresh empty directory, and your HOME has "
-            f"{_listed(present)} (where toolchains and packages live); {fix}"
+        return _joined(
+            head,
+            ": ",
+            f"the samples' HOME is a fresh empty directory, and your HOME has "
+            f"{_listed(present)} (where toolchains and packages live); {fix}",
         )
-    return f"{head}: the samples get a fresh empty HOME and only PATH, LANG and --env; {fix}" + (
-        f", or {more}" if more else ""
+    return _joined(
+        head,
+        ": ",
+        f"the samples get a fresh empty HOME and only PATH, LANG and --env; {fix}"
+        + (f", or {more}" if more else ""),
     )
+
+
+def _joined(head: str, separator: str, rest: str) -> str:
+    return f"{head}{separator}{rest}" if head else rest
 
 
 def watched_baseline(

@@ -39,6 +39,7 @@ from repomin.app.pass_instances import pass_instances
 from repomin.app.progress import Progress
 from repomin.app.selection import Selection, SelectionOptions, select
 from repomin.app.session import Session, StoredBaseline
+from repomin.app.shell_first import compare
 from repomin.app.user_shell import (
     SAMPLE_NAMES,
     ShellCheck,
@@ -55,6 +56,7 @@ from repomin.report.build import ReportInputs, build_report
 from repomin.report.fingerprint import Fingerprint
 from repomin.runners.base import Outcome, Runner
 from repomin.sampling.accounting import Ledger
+from repomin.sampling.budget import StopOrTime
 from repomin.sampling.holdout import not_requested, run_holdout
 from repomin.sampling.oracle import Oracle, StopSearch
 from repomin.sampling.rate_guard import CurrentPass, KeepRate, slippage_record
@@ -223,6 +225,9 @@ def _run_baseline(ctx: Context, selected: Selected, session: Session | None) -> 
         raise
     if ctx.stop.is_set():
         raise Interrupted(interrupted)
+    _your_shell_first(ctx, selected.source, baseline)
+    if ctx.stop.is_set():
+        raise Interrupted(interrupted)
     if session is not None:
         contract = ctx.oracle.contract
         session.save_baseline(
@@ -231,27 +236,63 @@ def _run_baseline(ctx: Context, selected: Selected, session: Session | None) -> 
     return baseline
 
 
+def _user_shell_allowed(ctx: Context) -> bool:
+    """May the command run in the user's own shell to compare? Not with ``--user-shell-runs
+    0``, nor for Docker or a cluster (their samples never had the user's environment)."""
+    if ctx.options.user_shell_runs == 0 or ctx.runner.backend != "host":
+        return False
+    return ctx.runner.describe().get("dispatch_engine") is None
+
+
+def _your_shell_first(ctx: Context, tree: Tree, baseline: Baseline) -> None:
+    """After a baseline that reproduced, before any search: one run in the user's own shell on
+    a fresh copy of ``tree``, compared with the baseline's runs (:mod:`repomin.app.shell_first`).
+    A different failure there stops the reduction (exit 2) with what differs and the fix."""
+    contract = ctx.oracle.contract
+    if contract.spec.identity != "auto" or not _user_shell_allowed(ctx):
+        return
+    ctx.progress.stage("your shell (before the search)", 1)
+    env = user_environment(ctx.options.env)
+    deadline = ctx.options.budget.deadline
+    stop: Callable[[], bool] = ctx.stop.is_set
+    if deadline is not None:  # no later than the stages after the search allow
+        stop = StopOrTime(ctx.stop, deadline.at() - deadline.kept()).is_set
+    outcome = run_in_user_shell(tree, ctx.options.command, env, ctx.options.timeout, stop=stop)
+    if outcome is None:  # stopped: no conclusion
+        return
+    found = compare(contract, baseline.outcomes, outcome, baseline.passes == baseline.runs)
+    if found.kind == "not_reproduced":
+        ctx.progress.notice(found.text)
+    elif found.kind == "different":
+        raise BaselineError(f"{found.text}; {_what_differs(ctx, tree, env, True, head='')}")
+
+
 def _your_shell_diagnosis(ctx: Context, tree: Tree) -> str:
     """After a baseline in which no run reproduced: one run of the command in the user's own
-    shell on a fresh copy of ``tree`` (:func:`repomin.app.user_shell.run_in_user_shell`) and,
-    when the failure reproduces there and the samples' HOME is a fresh one, one traced sample
-    for what they looked for under HOME (:func:`repomin.app.diagnose.your_shell_note`).
-    Nothing runs in the user's shell with ``--user-shell-runs 0``, nor for Docker or a cluster
-    (their samples never had the user's environment); "" then."""
-    options, runner = ctx.options, ctx.runner
-    if options.user_shell_runs == 0 or runner.backend != "host":
-        return ""
-    described = runner.describe()
-    if described.get("dispatch_engine") is not None:
+    shell on a fresh copy of ``tree`` (:func:`repomin.app.user_shell.run_in_user_shell`) and
+    what differs (:func:`_what_differs`). "" when it may not run (:func:`_user_shell_allowed`)."""
+    if not _user_shell_allowed(ctx):
         return ""
     ctx.progress.stage("your shell (diagnosis)", 1)
-    env = user_environment(options.env)
-    outcome = run_in_user_shell(tree, options.command, env, options.timeout, stop=ctx.stop.is_set)
+    env = user_environment(ctx.options.env)
+    outcome = run_in_user_shell(
+        tree, ctx.options.command, env, ctx.options.timeout, stop=ctx.stop.is_set
+    )
     if outcome is None:
         return ""
+    return _what_differs(ctx, tree, env, provisionally_reproduces(ctx.oracle.contract, outcome))
+
+
+def _what_differs(
+    ctx: Context, tree: Tree, env: dict[str, str], reproduced: bool, head: str | None = None
+) -> str:
+    """:func:`repomin.app.diagnose.your_shell_note` on a run in the user's shell: when the
+    failure ``reproduced`` there and the samples' HOME is a fresh one, one traced sample for
+    what they looked for under HOME. ``head``: the note's opening (``None``: its own; "" when
+    the caller said what happened already)."""
+    options, described = ctx.options, ctx.runner.describe()
     home = os.path.expanduser("~")
     mode = "inherit" if options.home == "inherit" or "HOME" in options.env else "fresh"
-    reproduced = provisionally_reproduces(ctx.oracle.contract, outcome)
     reads: list[str] = []
     traced = False
     strace = shutil.which("strace", path=env.get("PATH")) is not None
@@ -262,6 +303,7 @@ def _your_shell_diagnosis(ctx: Context, tree: Tree) -> str:
         reads = home_reads(trace.outside, home)
     return your_shell_note(
         reproduced,
+        head=head,
         home=mode,
         traced=traced,
         read_only=described.get("sample_isolation") == "namespace" and "HOME" not in options.env,

@@ -328,7 +328,7 @@ class NoticeProgress(NullProgress):
         if self._aside and name == self._pass:  # back in the pass after a re-trace
             self._aside = False
             return
-        self._pass, self._aside = (None if name in _STAGES else name), False
+        self._pass, self._aside = (None if is_stage(name) else name), False
         self._print(stage_line(self.state.snapshot(), _label(name, total)))
 
     def sample_started(self, sample_id: str) -> None:
@@ -361,13 +361,15 @@ class LogProgress(NoticeProgress):
         self._print(text)
 
 
-#: Stages that are not passes (the pipe's display names every other stage ``pass NAME``).
+#: Stages that are not passes (the pipe's display names every other stage ``pass NAME``); a
+#: stage named ``STAGE (why)``, e.g. ``your shell (diagnosis)``, is one of them too.
 _STAGES = frozenset(
     (
         "selection",
         "baseline",
         "traced run",
         "capture run",
+        "ignore check",
         "final",
         "your shell",
         "holdout",
@@ -375,12 +377,18 @@ _STAGES = frozenset(
     )
 )
 
+
+def is_stage(name: str) -> bool:
+    """Is ``name`` a stage that is not a pass (:data:`_STAGES`, with or without ``(why)``)?"""
+    return name.split(" (", 1)[0] in _STAGES
+
+
 #: Events that a pass may start inside itself (the display then comes back to the pass).
 _ASIDE = ("traced run", "capture run")
 
 
 def _label(name: str, total: int | None) -> str:
-    label = {"final": "final test"}.get(name, name if name in _STAGES else f"pass {name}")
+    label = {"final": "final test"}.get(name, name if is_stage(name) else f"pass {name}")
     if total is not None and name not in _ASIDE:
         label += f" ({_plural(total, 'run')})"
     return label
