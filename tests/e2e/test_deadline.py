@@ -87,6 +87,12 @@ def test_a_long_search_ends_within_the_deadline_with_a_final_test(tmp_path: Path
         assert (shell["status"], shell["runs"]) == ("reproduced", 3), shell
     assert "deadline: the search stops" in done.stderr
     assert "--deadline 20 s: cut the search" in done.stdout
+    # the warning names the option that stopped it and how to go on
+    assert "warning: --deadline stopped the search before it reached its fixpoint" in done.stdout
+    assert "--resume --force and a later --deadline" in done.stdout
+    notes = (tmp_path / "out.repomin" / "REPOMIN.md").read_text("utf-8")
+    assert "**--deadline 20 s cut:** the search stopped before its fixpoint" in notes
+    assert "**Warning:** --deadline stopped the search" in notes
 
 
 def test_a_deadline_too_short_for_the_final_test_exports_untested_and_says_so(

@@ -155,3 +155,41 @@ def test_interrupt_in_baseline_or_trace_keeps_the_session(tmp_path: Path, during
     baseline = report["events"][0]
     assert baseline["phase"] == "baseline"
     assert ("restored from the session" in baseline["description"]) == (during == "trace")
+
+
+def test_a_search_a_budget_stopped_goes_on_with_resume(tmp_path: Path) -> None:
+    """``--max-runs`` stops the search early: the payload is exported, the warning names
+    ``--max-runs`` and says how to go on, and the session is kept, so ``--resume --force`` with
+    a larger budget continues from the exported tree to the fixpoint (it used to be removed,
+    and the warning's own advice ended in "no session")."""
+    src = tmp_path / "src"
+    make_repo(src, 40, NEEDED, seed=5)
+    out = tmp_path / "out"
+    first = subprocess.run(
+        _cmd(src, out, "--max-runs", "3", "--no-trace", "--final-runs", "10"),
+        capture_output=True,
+        text=True,
+    )
+    assert first.returncode == 0, first.stderr
+    notes = (tmp_path / "out.repomin" / "REPOMIN.md").read_text("utf-8")  # -q: no summary
+    assert "**Warning:** --max-runs stopped the search before it reached its fixpoint" in notes
+    assert "--resume --force and a larger --max-runs" in notes
+    report = json.loads((tmp_path / "out.repomin" / "report.json").read_text())
+    assert report["execution"]["stop_reason"] == "max_runs"
+    early = _payload(out)
+    session = tmp_path / "out.repomin-session"
+    assert session.is_dir()  # kept for --resume
+    again = subprocess.run(
+        _cmd(
+            src, out, "--max-runs", "500", "--no-trace", "--final-runs", "10", "--resume", "--force"
+        ),
+        capture_output=True,
+        text=True,
+    )
+    assert again.returncode == 0, again.stderr
+    report = json.loads((tmp_path / "out.repomin" / "report.json").read_text())
+    assert report["execution"]["resumed"] is True
+    assert report["execution"]["stop_reason"] == "fixpoint"
+    size = sum(len(data) for data in _payload(out).values())
+    assert sorted(_payload(out)) == NEEDED and size < sum(len(data) for data in early.values())
+    assert not session.exists()  # a search that reached its fixpoint leaves no session

@@ -244,6 +244,11 @@ def _user_shell_allowed(ctx: Context) -> bool:
     return ctx.runner.describe().get("dispatch_engine") is None
 
 
+#: Under ``--deadline``, the most of the time left (less what the stages after the search need)
+#: that the run in your shell before the search may take; stopped then, it concludes nothing.
+SHELL_FIRST_SHARE = 0.25
+
+
 def _your_shell_first(ctx: Context, tree: Tree, baseline: Baseline) -> None:
     """After a baseline that reproduced, before any search: one run in the user's own shell on
     a fresh copy of ``tree``, compared with the baseline's runs (:mod:`repomin.app.shell_first`).
@@ -255,8 +260,9 @@ def _your_shell_first(ctx: Context, tree: Tree, baseline: Baseline) -> None:
     env = user_environment(ctx.options.env)
     deadline = ctx.options.budget.deadline
     stop: Callable[[], bool] = ctx.stop.is_set
-    if deadline is not None:  # no later than the stages after the search allow
-        stop = StopOrTime(ctx.stop, deadline.at() - deadline.kept()).is_set
+    if deadline is not None:  # a share of the time the stages after the search leave
+        share = max(0.0, deadline.left() - deadline.kept()) * SHELL_FIRST_SHARE
+        stop = StopOrTime(ctx.stop, time.monotonic() + share).is_set
     outcome = run_in_user_shell(tree, ctx.options.command, env, ctx.options.timeout, stop=stop)
     if outcome is None:  # stopped: no conclusion
         return

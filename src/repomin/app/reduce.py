@@ -197,13 +197,18 @@ def execute(
         closing.join()
     if searched.stop_reason == "interrupted":
         return ReduceResult(report, report_path, 130)
-    if session is not None:
+    if session is not None and searched.stop_reason not in BUDGET_STOPS:
+        # a search a budget stopped can go on: ``--resume`` with a larger one (the warning)
         shutil.rmtree(session.root, ignore_errors=True)
     ok = (final.passed or not final.runs) and holdout["status"] in ("not_requested", "certified")
     ok = ok and not shell.failed  # the payload must reproduce where the user runs it
     deadline = options.budget.deadline
     ok = ok and (deadline is None or "final_test" not in deadline.cuts)  # exported untested
     return ReduceResult(report, report_path, 0 if ok else 1)
+
+
+#: Why a search may stop before its fixpoint and go on with ``--resume`` (its session kept).
+BUDGET_STOPS = frozenset(("max_runs", "max_time"))
 
 
 def _user_shell(

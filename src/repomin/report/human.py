@@ -126,11 +126,39 @@ def versions_text(report: Mapping[str, Any]) -> str | None:
     return "; ".join(tools)
 
 
-BUDGET_WARNING = (
-    "a budget (--max-runs/--max-time) stopped the search before it reached its fixpoint: the "
-    "payload is the smallest tree found so far, not a minimum; rerun with --resume and a larger "
-    "budget to go on"
-)
+#: What stopped the search before its fixpoint (``stop_reason``), and the option to raise.
+_BUDGETS = {"max_runs": "--max-runs", "max_time": "--max-time"}
+
+#: What each ``deadline_cuts`` entry means, for ``REPOMIN.md``.
+DEADLINE_CUT_TEXT = {
+    "search": "the search stopped before its fixpoint, to leave time for what follows",
+    "final_test": "the final test did not run (the payload was exported untested)",
+    "user_shell": "fewer runs in your shell than planned",
+}
+
+
+def budget_warning(ex: Mapping[str, Any]) -> str:
+    """The warning of a search that a budget stopped (``budget_exhausted``): which one, and how
+    to go on from there (the session is kept for ``--resume``)."""
+    cuts = ex.get("deadline_cuts") or []
+    if "search" in cuts:
+        what, raise_it = "--deadline", "a later --deadline"
+    else:
+        option = _BUDGETS.get(str(ex.get("stop_reason")), "a budget (--max-runs/--max-time)")
+        what, raise_it = option, f"a larger {option}" if option in _BUDGETS.values() else option
+    return (
+        f"{what} stopped the search before it reached its fixpoint: the payload is the "
+        "smallest tree found so far, not a minimum; to go on from here, rerun the same command "
+        f"with --resume --force and {raise_it} (the session is kept, unless --no-session)"
+    )
+
+
+def deadline_text(ex: Mapping[str, Any]) -> str | None:
+    """What ``--deadline`` cut, in order (None when it cut nothing)."""
+    cuts = [str(c) for c in ex.get("deadline_cuts") or []]
+    if not cuts:
+        return None
+    return "; ".join(DEADLINE_CUT_TEXT.get(c, c) for c in cuts)
 
 
 def evidence_sentence(report: Mapping[str, Any]) -> str:
@@ -305,7 +333,12 @@ def render_repomin_md(
         f"{' (' + cost_text(ex) + ')' if cost_text(ex) else ''}.",
         "",
         *([size_picture, ""] if REDUCTION_PICTURE in pictures else []),
-        *([f"**Warning:** {BUDGET_WARNING}.", ""] if ex.get("budget_exhausted") else []),
+        *([f"**Warning:** {budget_warning(ex)}.", ""] if ex.get("budget_exhausted") else []),
+        *(
+            [f"**--deadline {ex.get('deadline_seconds') or 0:g} s cut:** {deadline_text(ex)}.", ""]
+            if deadline_text(ex)
+            else []
+        ),
         evidence_sentence(report),
         "",
         *([f"The payload's final runs: {rate}.", ""] if rate is not None else []),
@@ -423,7 +456,7 @@ def render_terminal(
     if rate is not None:
         lines.append(f"repomin: final runs: {rate}")
     if ex.get("budget_exhausted"):
-        lines.append(f"repomin: warning: {BUDGET_WARNING}")
+        lines.append(f"repomin: warning: {budget_warning(ex)}")
     keep, slip = keep_rate_text(report), slippage_text(report)
     if keep is not None:
         lines.append(f"repomin: {keep}")
