@@ -66,6 +66,22 @@ def test_the_boundary_deletion_stays_within_alpha(root: Path, rate: float, seeds
     assert len(reduced) >= 0.9 * seeds  # refusals (exit 2) only at the low rate, and few
 
 
+@pytest.mark.parametrize(("rate", "seeds"), [(0.2, 60), (0.6, 40), (1.0, 40)])
+def test_the_boundary_deletion_stays_within_alpha_across_kills_and_resume(
+    root: Path, rate: float, seeds: int
+) -> None:
+    """The same with two kills at random samples, each followed by ``--resume`` (the
+    adaptive baseline's looks and the curtailed gate are restored from the session, not
+    restarted with fresh indexes)."""
+    trials = run_trials(root, range(50_000, 50_000 + seeds), 2, rate=rate)
+    reduced = [t for t in trials if t.exit_code != 2]
+    false = sum(t.bad_deleted for t in reduced)
+    assert false <= binom.ppf(0.99, len(reduced), ALPHA), (false, len(reduced))
+    assert len(reduced) >= 0.9 * seeds
+    kills = sum(t.interruptions for t in reduced)
+    assert kills >= 0.75 * 2 * len(reduced), kills  # the kills happened (a short one may end first)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("rate", [0.2, 0.6, 1.0])
 def test_the_boundary_deletion_rate_is_at_most_alpha(root: Path, rate: float) -> None:
