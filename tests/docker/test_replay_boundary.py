@@ -36,7 +36,8 @@ PROBE = (
     'echo "MEM=$(cat /sys/fs/cgroup/memory.max 2>/dev/null '
     '|| cat /sys/fs/cgroup/memory/memory.limit_in_bytes)"; '
     'echo "PIDS=$(cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max)"; '
-    'echo "TOK=${GITHUB_TOKEN-unset}"; exit 0'
+    'echo "TOK=${GITHUB_TOKEN-unset}"; '
+    "echo \"TMP=$(df -k /tmp | tail -n 1 | awk '{print $2}')\"; exit 0"
 )
 LOOSE = {
     "docker_network": "bridge",
@@ -91,15 +92,18 @@ def replay(report: Path, payload: Path, *args: str) -> Result:
     )
 
 
+FACTS = {"NET", "ID", "MEM", "PIDS", "TOK", "TMP"}
+
+
 def seen(result: Result) -> dict[str, str]:
     """The probe's facts from the output tail replay printed for its first run."""
     facts: dict[str, str] = {}
     for line in result.stderr.splitlines():
         _, bar, fact = line.partition("| ")
         key, eq, value = fact.partition("=")
-        if bar and eq and key in ("NET", "ID", "MEM", "PIDS", "TOK"):
+        if bar and eq and key in FACTS:
             facts[key] = value
-    assert set(facts) == {"NET", "ID", "MEM", "PIDS", "TOK"}, result.output
+    assert set(facts) == FACTS, result.output
     return facts
 
 
@@ -245,3 +249,23 @@ def test_a_cluster_replay_gets_the_same_boundary(
     assert facts["PIDS"] == "512"
     assert "0" not in facts["ID"].split(":")
     assert "boundary: network none (default)" in result.stdout
+
+
+@pytest.mark.cluster
+def test_a_cluster_replay_forwards_the_tmpfs_sizes(
+    client: Any, reduced: Reduced, tmp_path: Path
+) -> None:
+    """``--tmp-size``/``--work-size`` reach the workers' runners too (they kept the defaults,
+    while replay printed the values given)."""
+    from tests.cluster._support import LocalCluster
+
+    cluster = LocalCluster(tmp_path / "cluster", workers=1)
+    try:
+        report = tampered(reduced, tmp_path, **{**LOOSE, "environment_names": []})
+        result = replay(report, reduced.payload, "--yes", "--runs", "1", "--tmp-size", "64m",
+                        "--cluster", cluster.address)  # fmt: skip
+    finally:
+        cluster.stop()
+    assert result.exit_code == 1, result.output
+    assert seen(result)["TMP"] == str(64 * 1024), result.output  # 1k blocks of the tmpfs
+    assert "/tmp 64m tmpfs (--tmp-size)" in result.stdout

@@ -76,6 +76,9 @@ def test_none_lifts_each_limit_and_values_are_kept() -> None:
         ({"tmp_size": "tiny"}, r"--tmp-size 'tiny' is not a size of at least 1m"),
         ({"work_size": "10k"}, r"--work-size '10k' is not a size"),
         ({"memory": "1m"}, r"--memory '1m' is not a size of at least 6m"),
+        # reduce as replay: root's group would make the image's group-root files the sample's
+        ({"user": "1000:0"}, r"--user 1000:0: group 0 \(root's group\) is refused"),
+        ({"user": "0"}, r"--user 0 \(root\) is refused"),
     ],
 )
 def test_bad_limits_name_the_value_and_the_fix(kwargs: dict[str, object], message: str) -> None:

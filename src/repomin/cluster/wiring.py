@@ -146,6 +146,8 @@ def replay_runner(plan: ReplayPlan, config: ClusterConfig) -> Runner:
         "memory": settings.get("docker_memory"),
         "cpus": settings.get("docker_cpus"),
         "pids_limit": settings.get("docker_pids_limit"),
+        "tmp_size": settings.get("docker_tmp_size"),
+        "work_size": settings.get("docker_work_size"),
         "user": settings.get("docker_user"),
         "fresh_container": settings.get("docker_strategy") == "container-per-sample",
         "pull": False,

@@ -187,6 +187,11 @@ def parse_limits(
     gid = int(match.group(2)) if match.group(2) is not None else uid
     if uid == 0:
         raise UsageError("--user 0 (root) is refused: samples run as a non-root user")
+    if gid == 0:  # files of group root in the image, and the agent's, would be the sample's
+        raise UsageError(
+            f"--user {spec}: group 0 (root's group) is refused; give a non-zero GID, e.g. "
+            f"{uid}:{uid}"
+        )
     defaults = tuple(
         name
         for name, taken in (
@@ -259,8 +264,8 @@ class ReplaySandbox:
 
 def replay_settings(sandbox: ReplaySandbox) -> dict[str, Any]:
     """``DockerRunner`` keyword arguments for a replay, checked now: a bad value is a usage
-    error before the engine is asked, and neither root's uid nor root's group (gid 0: files
-    of group root in the image, and the agent's, would be the sample's) is accepted."""
+    error before the engine is asked, and neither root's uid nor root's group is accepted
+    (:func:`parse_limits`, as for a reduction)."""
     limits = parse_limits(
         network=sandbox.network or "none",
         memory=sandbox.memory,
@@ -270,11 +275,6 @@ def replay_settings(sandbox: ReplaySandbox) -> dict[str, Any]:
         tmp_size=sandbox.tmp_size,
         work_size=sandbox.work_size,
     )
-    if limits.gid == 0:
-        raise UsageError(
-            f"--user {sandbox.user}: group 0 (root's group) is refused for replay; give a "
-            f"non-zero GID, e.g. {limits.uid}:{limits.uid}"
-        )
     return {
         "network": limits.network,
         "memory": sandbox.memory,
