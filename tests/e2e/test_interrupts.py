@@ -214,8 +214,9 @@ def test_sigint_in_the_user_shell_runs_is_an_interruption(tmp_path: Path) -> Non
     src = write_tree(tmp_path / "repo", {"keep.txt": "NEEDED\n", "junk.txt": "x\n"})
     started = tmp_path / "started"
     command = (
-        f'if [ -n "$REPOMIN_TEST_USER_SHELL" ]; then touch {started}; sleep 2; fi; '
-        "grep -q NEEDED keep.txt 2>/dev/null && { echo BUG; exit 1; }; exit 0"
+        # the payload's runs only (no junk.txt): not the run before the search, on the source
+        f'if [ -n "$REPOMIN_TEST_USER_SHELL" ] && [ ! -e junk.txt ]; then touch {started}; '
+        "sleep 2; fi; grep -q NEEDED keep.txt 2>/dev/null && { echo BUG; exit 1; }; exit 0"
     )
     out = tmp_path / "out"
     argv = reduce_argv(
@@ -232,6 +233,31 @@ def test_sigint_in_the_user_shell_runs_is_an_interruption(tmp_path: Path) -> Non
     assert "Traceback" not in err and "interrupted" in err and "--resume" in err
     assert not out.exists()
     assert (tmp_path / "out.repomin-session" / "journal.jsonl").exists()
+
+
+def test_sigint_in_the_holdout_exits_130(tmp_path: Path) -> None:
+    """Ctrl-C during the holdout (after export): the payload and a report whose holdout says
+    ``interrupted`` are there, and the exit is 130 like every interruption, not 1."""
+    src = write_tree(tmp_path / "repo", {"keep.txt": "NEEDED\n", "junk.txt": "x\n"})
+    started = tmp_path / "started"
+    command = (  # the holdout's runs are the only ones after the export
+        f'if [ -e "{tmp_path}/out.repomin/report.json" ] || [ -d "{tmp_path}/out" ]; then '
+        f"touch {started}; sleep 2; fi; "
+        "grep -q NEEDED keep.txt 2>/dev/null && { echo BUG; exit 1; }; exit 0"
+    )
+    out = tmp_path / "out"
+    argv = reduce_argv(
+        src, out, command, "BUG", "--jobs", "1", "--baseline-runs", "3", "--final-runs", "3",
+        "--passes", "files", "--user-shell-runs", "0", "--holdout-runs", "20",
+    )  # fmt: skip
+    proc = _start(argv)
+    _wait_for(started, proc)
+    err = _interrupt(proc)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert _files(out) == ["keep.txt"]
+    report = json.loads((tmp_path / "out.repomin" / "report.json").read_text())
+    assert report["holdout_certification"]["status"] == "interrupted"
 
 
 # -- resuming after SIGINT in the search ------------------------------------------------------

@@ -195,7 +195,8 @@ def execute(
         report_path = _write_sidecar(options, report, searched.tree)
     finally:
         closing.join()
-    if searched.stop_reason == "interrupted":
+    if searched.stop_reason == "interrupted" or holdout.get("status") == "interrupted":
+        # the holdout runs after the export: its interruption leaves the payload and the report
         return ReduceResult(report, report_path, 130)
     if session is not None and searched.stop_reason not in BUDGET_STOPS:
         # a search a budget stopped can go on: ``--resume`` with a larger one (the warning)
