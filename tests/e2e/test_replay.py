@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import pytest
 from click.testing import CliRunner, Result
 
+from repomin.app.selection import read_payload
 from repomin.cli.main import cli
 from repomin.errors import InfrastructureError, ReportError, UsageError
 from repomin.failure import signatures
@@ -375,7 +376,7 @@ def test_tree_content_fingerprint_matches_the_disk(tmp_path: Path) -> None:
     root.mkdir()
     materialise(tree, root)
     assert rp.tree_content_sha256(tree) == fingerprint(root).tree_content_sha256
-    assert rp.tree_content_sha256(rp.read_payload(root)) == fingerprint(root).tree_content_sha256
+    assert rp.tree_content_sha256(read_payload(root)) == fingerprint(root).tree_content_sha256
 
 
 class FakeDockerRunner:

@@ -7,7 +7,9 @@ one for a reader), no function over 80 lines, ``Oracle`` holds at most 12 attrib
 attribute of another module's object is written: no ``self.a.b = …`` (writing through a
 collaborator) and no ``p.b = …`` where ``p`` is a parameter annotated with a class imported from
 another ``repomin`` module. There is no cap on a module's length: a file holds one concept,
-whatever its length.
+whatever its length. The concept folders import only downward: every import, at any depth
+(module level, inside a function, under ``TYPE_CHECKING``), goes from a folder to one below it
+in :data:`LAYERS`, the order of ARCHITECTURE.md's folder table.
 """
 
 from __future__ import annotations
@@ -24,6 +26,25 @@ MAX_FUNCTION_LINES = 80
 MAX_ORACLE_ATTRIBUTES = 12
 #: The only modules at the package root: the entry points and the shared values.
 ROOT_MODULES = {"__init__.py", "__main__.py", "errors.py", "tree.py"}
+#: The floors from the top down: ``python -m repomin``, the concept folders in the order of
+#: ARCHITECTURE.md's table, and the shared values at the ground (the package itself, ``tree``,
+#: ``errors``). A module imports only from its own floor or one below it.
+LAYERS = (
+    "__main__",
+    "cli",
+    "app",
+    "passes",
+    "search",
+    "analysis",
+    "report",
+    "sampling",
+    "cluster",
+    "failure",
+    "runners",
+    "",
+)
+#: Imports allowed to go up, ``(importer, imported): reason``; a new upward import fails.
+UPWARD_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 @cache
@@ -244,3 +265,93 @@ def test_architecture_table_names_every_module() -> None:
         or (p.suffix == ".py" and p.name not in ("__init__.py", "__main__.py"))
     }
     assert top - named == set()
+
+
+def layer(module: str) -> str:
+    """The floor of a ``repomin`` module: its concept folder, ``__main__``, or ``""`` (root)."""
+    parts = module.split(".")
+    if parts[1:] == ["__main__"]:
+        return "__main__"
+    return parts[1] if len(parts) > 2 or (PACKAGE / parts[-1]).is_dir() else ""
+
+
+def all_imports(name: str) -> set[tuple[int, str]]:
+    """``(line, module)`` for every ``repomin`` import of ``name``, at any depth."""
+    found: set[tuple[int, str]] = set()
+    for node in ast.walk(parsed(name)):
+        if isinstance(node, ast.Import):
+            found.update((node.lineno, a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            module = _absolute(name, node)
+            for alias in node.names:
+                full = f"{module}.{alias.name}"
+                found.add((node.lineno, full if full in modules() else module))
+    return {(line, m) for line, m in found if m == "repomin" or m.startswith("repomin.")}
+
+
+def upward_imports(names: list[str]) -> list[str]:
+    """Imports of ``names`` that go to a higher floor and are not in ``UPWARD_EXCEPTIONS``."""
+    rank = {floor: i for i, floor in enumerate(LAYERS)}
+    found: list[str] = []
+    for name in names:
+        for line, target in sorted(all_imports(name)):
+            if rank[layer(target)] < rank[layer(name)] and (name, target) not in UPWARD_EXCEPTIONS:
+                found.append(f"{name}:{line} imports {target}: up from {layer(name)}/")
+    return found
+
+
+def test_layer_of_a_module() -> None:
+    assert layer("repomin.report.replay") == "report"
+    assert layer("repomin.sampling.stats.bounds") == "sampling"
+    assert layer("repomin.sampling") == "sampling"
+    assert layer("repomin.tree") == layer("repomin") == ""
+    assert layer("repomin.__main__") == "__main__"
+    assert {layer(name) for name in modules()} == set(LAYERS)
+
+
+def test_upward_import_finder_finds_every_kind(tmp_path: Path) -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "from repomin.tree import Tree\n"
+        "from repomin.search import problem\n"
+        "if TYPE_CHECKING:\n"
+        "    from repomin.app.options import ReduceOptions\n"
+        "def f() -> None:\n"
+        "    import repomin.cli.main\n"
+        "    from ..report import build\n"
+    )
+    modules()["repomin.sampling._probe"] = tmp_path / "probe.py"
+    (tmp_path / "probe.py").write_text(source)
+    try:
+        parsed.cache_clear()
+        assert upward_imports(["repomin.sampling._probe"]) == [
+            "repomin.sampling._probe:3 imports repomin.search.problem: up from sampling/",
+            "repomin.sampling._probe:5 imports repomin.app.options: up from sampling/",
+            "repomin.sampling._probe:7 imports repomin.cli.main: up from sampling/",
+            "repomin.sampling._probe:8 imports repomin.report.build: up from sampling/",
+        ]
+    finally:
+        del modules()["repomin.sampling._probe"]
+        parsed.cache_clear()
+
+
+def test_folders_import_only_downward() -> None:
+    assert upward_imports(sorted(modules())) == []
+
+
+def test_upward_exceptions_are_still_needed() -> None:
+    used = {(name, target) for name in modules() for _line, target in all_imports(name)}
+    assert set(UPWARD_EXCEPTIONS) <= used
+
+
+def table_floors() -> list[str]:
+    """The floors ARCHITECTURE.md's folder table lists, top row first (``""``: the root's row)."""
+    text = (SRC.parent / "ARCHITECTURE.md").read_text("utf-8")
+    start = text.index("| folder | owns |")
+    rows = text[start : text.index("\n\n", start)].splitlines()[2:]
+    first = [row.split("|")[1].strip().split(", ")[0].strip("`") for row in rows]
+    return [cell.rstrip("/") if cell.endswith("/") else "" for cell in first]
+
+
+def test_layers_are_the_tables_order() -> None:
+    assert table_floors() == [floor for floor in LAYERS if floor != "__main__"]

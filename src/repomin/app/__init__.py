@@ -2,5 +2,5 @@
 
 ``reduce`` (:func:`~repomin.app.reduce.execute`), the ``pipeline`` of stages, the payload
 ``gate`` (search, final test, backtrack), ``options``, ``selection`` of SRC, ``export``,
-``diagnose``, persistent ``session`` and ``progress``.
+``diagnose``, persistent ``session``, ``progress`` and the report's ``execution`` block.
 """

@@ -22,11 +22,11 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from repomin.analysis.trace import TraceResult
+from repomin.app import execution as rx
 from repomin.app import pipeline as stage
 from repomin.app.session import Session
 from repomin.app.user_shell import plan
 from repomin.errors import Interrupted
-from repomin.report import execution as rx
 from repomin.sampling.budget import StopSearch, after_search_seconds
 from repomin.sampling.policy import MAX_GATES
 from repomin.search.reducer import ReductionResult

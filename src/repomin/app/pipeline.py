@@ -7,7 +7,7 @@ Owns the order and the hand-offs of a reduction::
     record ─▶ report ─▶ report dict
 
 Every stage takes the :class:`Context` (the collaborators) and the records of earlier stages
-and returns its own record (events, ``execution``: :mod:`repomin.report.execution`);
+and returns its own record (events, ``execution``: :mod:`repomin.app.execution`);
 ``app.execute`` strings the stages together; tests may call them one by one."""
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from repomin.analysis.failingcall import Call, Frame, capture_calls
 from repomin.analysis.semantic import no_provenance
 from repomin.analysis.source_access import SourceAccess, forbidden_roots, source_visible
 from repomin.analysis.trace import TraceResult, disabled, trace_opened_files
+from repomin.app import execution as rx
 from repomin.app.diagnose import (
     home_paths_present,
     home_reads,
@@ -51,7 +52,6 @@ from repomin.app.user_shell import (
 from repomin.app.versions import probe_versions
 from repomin.errors import BaselineError, Interrupted, ReproMinError
 from repomin.passes import STALL_ONLY
-from repomin.report import execution as rx
 from repomin.report.build import ReportInputs, build_report
 from repomin.report.fingerprint import Fingerprint
 from repomin.runners.base import Outcome, Runner

@@ -27,6 +27,7 @@ from typing import Any
 from repomin.analysis.source_access import SourceAccess, judge, source_visible
 from repomin.analysis.trace import TraceResult
 from repomin.app import pipeline as stage
+from repomin.app.execution import FinalRuns
 from repomin.app.export import sidecar_dir, write_sidecar
 from repomin.app.gate import mean_run_seconds, search_and_validate, stopped_before_export
 from repomin.app.options import STRATEGY_VERSION, ReduceOptions, parse_env, plan_schedule
@@ -42,7 +43,6 @@ from repomin.app.user_shell import (
 from repomin.cluster.wiring import cluster_threads
 from repomin.errors import Interrupted, UsageError
 from repomin.failure.contract import FailureContract
-from repomin.report.execution import FinalRuns
 from repomin.report.human import files_of_tree, render_repomin_md
 from repomin.report.picture import render_pictures
 from repomin.runners.base import Outcome, Runner

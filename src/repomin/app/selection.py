@@ -138,6 +138,14 @@ def select(src: Path, options: SelectionOptions) -> Selection:
     return Selection(tree, options, tuple(walker.gitignores), walker.skipped)
 
 
+def read_payload(payload: Path) -> Tree:
+    """The payload as an in-memory tree: every entry, no ignore rules, no ``.gitignore``."""
+    options = SelectionOptions(
+        ignored_names=(), ignored_paths=(), use_gitignore=False, keep_paths=()
+    )
+    return select(payload, options).tree
+
+
 @dataclass(slots=True)
 class _Walker:
     """One walk over SRC: the entries it selects, the ``.gitignore`` files it read, the

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from repomin.app.options import parse_env
+from repomin.app.selection import read_payload
 from repomin.cli.cluster_flags import cluster_options
 from repomin.cli.common import errors_to_exit
 from repomin.cli.compare_cmd import compare_cmd
@@ -322,7 +323,7 @@ def replay_cmd(
     runner = (
         rp.make_runner(plan, payload.absolute())
         if config is None
-        else wiring.replay_runner(plan, config)
+        else rp.cluster_runner(plan, config)
     )
     obs, described = _run_replay(plan, tree, runner, env)
     written = None
@@ -458,7 +459,7 @@ def _say_digest(matches: bool | None) -> None:
 
 def _read_checked_payload(data: dict[str, Any], payload: Path, drift: bool) -> Tree:
     """The payload read once into memory; exit 2 when it is not the tree that was validated."""
-    tree = rp.read_payload(payload)
+    tree = read_payload(payload)
     hold = data.get("holdout_certification") or {}
     expected = data["output"].get("tree_content_sha256", hold.get("artifact_tree_content_sha256"))
     if not drift and expected is not None and rp.tree_content_sha256(tree) != expected:

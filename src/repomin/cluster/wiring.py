@@ -14,15 +14,12 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from repomin.cluster.connect import ClusterSecurity, check_address
-from repomin.errors import ReportError, UsageError
+from repomin.errors import UsageError
 from repomin.runners.base import Runner
 from repomin.runners.extras import require
-
-if TYPE_CHECKING:
-    from repomin.report.replay import ReplayPlan
 
 ENV_VAR = "REPOMIN_CLUSTER"
 
@@ -130,32 +127,3 @@ def cluster_threads(runner: Runner) -> int | None:
     """Total worker threads of a cluster runner (None for other runners)."""
     threads = getattr(runner, "threads", None)
     return threads if isinstance(threads, int) and threads > 0 else None
-
-
-def replay_runner(plan: ReplayPlan, config: ClusterConfig) -> Runner:
-    """``replay --cluster``: the recorded backend on every worker (Docker: the recorded image
-    ID, never pulled; refused when the workers resolve it to another image)."""
-    if plan.backend == "host":
-        return make_runner(config, host_spec((), home=plan.runs_home))
-    if plan.backend != "docker" or plan.docker_image_id is None:
-        raise ReportError(f"cannot replay backend {plan.backend!r} without an image ID")
-    settings = dict(plan.docker_settings)
-    options = {
-        "image": plan.docker_image_id,
-        "network": str(settings.get("docker_network", "none")),
-        "memory": settings.get("docker_memory"),
-        "cpus": settings.get("docker_cpus"),
-        "pids_limit": settings.get("docker_pids_limit"),
-        "tmp_size": settings.get("docker_tmp_size"),
-        "work_size": settings.get("docker_work_size"),
-        "user": settings.get("docker_user"),
-        "fresh_container": settings.get("docker_strategy") == "container-per-sample",
-        "pull": False,
-    }
-    runner = make_runner(config, docker_spec(options))
-    if runner.describe().get("docker_image_id") != plan.docker_image_id:
-        runner.close()
-        raise ReportError(
-            f"the workers resolved {plan.docker_image_id} to another image; refusing to replay"
-        )
-    return runner

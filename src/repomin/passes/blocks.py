@@ -3,9 +3,9 @@
 A *block* is a non-blank line followed by every line indented deeper than it (blank lines
 inside or right after it included). Only blocks with a body are units here -- single lines are
 the ``lines`` pass's business. Per text file, largest first, the top-level blocks are reduced
-with the learning deletion search (``passes.learning``), then the children of each surviving
-block, bottom-up (the block starting last is processed first, so edits never move a block
-still waiting in the queue). JSON candidates pass
+with the learning deletion search (``search.deletion.learning``), then the children of each
+surviving block, bottom-up (the block starting last is processed first, so edits never move a
+block still waiting in the queue). JSON candidates pass
 the syntax guard first. Python files that compile are left to the ``python`` pass (which deletes
 the same blocks, validly), and JavaScript that lexes to ``brackets``; fits YAML, Makefiles,
 nested configs, outlines, other languages.

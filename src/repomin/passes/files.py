@@ -2,11 +2,11 @@
 
 Visits the tree level by level from the root, as HDD does. At each level the deletable
 children of every surviving directory of that level (files, symlinks, subdirectories,
-largest first) go through one learning deletion search (``passes.learning``: adaptive group
-testing, priors from the latest trace and the reference distances when known, 1-minimal over
-the level's units; one search per level gives ``--jobs`` slots enough disjoint candidates);
-surviving subdirectories form the next level. One accepted candidate can remove thousands of
-files. Kept paths (``--keep``) and directories containing them are never deleted.
+largest first) go through one learning deletion search (``search.deletion.learning``:
+adaptive group testing, priors from the latest trace and the reference distances when known,
+1-minimal over the level's units; one search per level gives ``--jobs`` slots enough disjoint
+candidates); surviving subdirectories form the next level. One accepted candidate can remove
+thousands of files. Kept paths (``--keep``) and directories containing them are never deleted.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """What the search knows beyond the tree: the latest trace, a re-trace callback, reference
 distances. One :class:`SearchHints` is shared by the passes of one reduction (``attach``).
 
-Priors for the learning deletion search (``passes.learning``) come from here: a unit the latest
-traced run never touched is likely deletable, one it touched less so, and one far from the
-roots of the reference graph (``distance``, when a provider is attached) more likely deletable
-than one next to them.
+Priors for the learning deletion search (``search.deletion.learning``) come from here: a unit
+the latest traced run never touched is likely deletable, one it touched less so, and one far
+from the roots of the reference graph (``distance``, when a provider is attached) more likely
+deletable than one next to them.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ still the traced one, each maximal ``{...}`` pair inside a range that never ran 
 a function never called, a branch never taken, a ``catch`` never entered -- is a unit whose
 edit empties it (``{}``: an empty block, function body, object or class body is valid
 wherever the full one was). All units together are one candidate; if the oracle rejects it,
-the learning deletion search (``passes.learning``) splits them, so the result is 1-minimal
-over the units for any predicate (the oracle decides; the coverage only shapes proposals).
+the learning deletion search (``search.deletion.learning``) splits them, so the result is
+1-minimal over the units for any predicate (the oracle decides; the coverage only shapes proposals).
 
 Files with stale coverage (changed since the trace) are skipped: a later traced run (the
 re-traced cut, after content edits) renews the coverage. Only what the run executed under

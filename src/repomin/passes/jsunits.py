@@ -2,8 +2,9 @@
 
 A JavaScript file (one that :mod:`repomin.passes.jslex` lexes) is reduced container by
 container, the file first, then the surviving ``{...}``/``[...]`` pairs bottom-up (the one that
-starts last first, so an edit never moves a container still waiting). Per container, two
-learning deletion searches (``passes.learning``; 1-minimal over their units for any predicate):
+starts last first, so an edit never moves a container still waiting). Per container, three
+learning deletion searches (``search.deletion.learning``; 1-minimal over their units for any
+predicate):
 
 1. **delete elements** -- the statements of the file or of a block, the members of an object
    literal (``name: function () {...},``), the elements of an array (``passes.elements``); a

@@ -8,8 +8,8 @@ short (the file is not what it searched any more) starts again on the new conten
 
 With one slot the files are searched one after another, each by its own search. With
 :data:`ACROSS_FILES` or more batch slots (``--jobs`` with a deterministic command) the files'
-searches run in lockstep (``passes.lockstep``): every round's batch takes candidates from
-every file that has work, so the slots are filled across files instead of working through a
+searches run in lockstep (``search.deletion.lockstep``): every round's batch takes candidates
+from every file that has work, so the slots are filled across files instead of working through a
 few lines of one file at a time, round after round. Each file keeps its own search (its own
 density), its priors, its syntax guard and its re-mapping after a fold; a file whose search
 was cut short is searched again on its new content.
@@ -89,8 +89,8 @@ class DeleteLines:
         return [SURVIVOR_PRIOR if (path, line) in self.survived else base for line in lines]
 
     def _search_files(self, problem: Problem, paths: Sequence[str]) -> list[str]:
-        """The searches of every file of ``paths`` in lockstep (``passes.lockstep``: one
-        batch fills the slots across files); returns the files whose search a folded
+        """The searches of every file of ``paths`` in lockstep (``search.deletion.lockstep``:
+        one batch fills the slots across files); returns the files whose search a folded
         candidate cut short (the caller searches them again)."""
         start = problem.current
         guards = [syntax_guard(path, start[path].data) for path in paths]

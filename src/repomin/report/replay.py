@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from repomin.app.selection import SelectionOptions, select
+from repomin.cluster import wiring
+from repomin.cluster.wiring import ClusterConfig
 from repomin.errors import InfrastructureError, ReportError, UsageError
 from repomin.failure.contract import SIGNATURE_FLAGS, FailureContract, FailureSpec
 from repomin.failure.facets import FACETS
@@ -308,14 +309,6 @@ def environment_matches(plan: ReplayPlan, env: Mapping[str, str]) -> bool | None
     return environment_verifies(dict(plan.environment_digest), env)
 
 
-def read_payload(payload: Path) -> Tree:
-    """The payload as an in-memory tree: every entry, no ignore rules, no ``.gitignore``."""
-    options = SelectionOptions(
-        ignored_names=(), ignored_paths=(), use_gitignore=False, keep_paths=()
-    )
-    return select(payload, options).tree
-
-
 def tree_content_sha256(tree: Tree) -> str:
     """``tree-content-sha256-v1`` of an in-memory tree, equal to :func:`fingerprint` on disk."""
     records: list[tuple[bytes, bytes]] = []
@@ -367,6 +360,35 @@ def make_runner(plan: ReplayPlan, payload: Path | None = None) -> Runner:
         raise ReportError(
             f"the engine resolved {plan.docker_image_id} to {runner.image_id}; refusing to "
             "replay on a different image"
+        )
+    return runner
+
+
+def cluster_runner(plan: ReplayPlan, config: ClusterConfig) -> Runner:
+    """``replay --cluster``: the recorded backend on every worker (Docker: the recorded image
+    ID, never pulled; refused when the workers resolve it to another image)."""
+    if plan.backend == "host":
+        return wiring.make_runner(config, wiring.host_spec((), home=plan.runs_home))
+    if plan.backend != "docker" or plan.docker_image_id is None:
+        raise ReportError(f"cannot replay backend {plan.backend!r} without an image ID")
+    settings = dict(plan.docker_settings)
+    options = {
+        "image": plan.docker_image_id,
+        "network": str(settings.get("docker_network", "none")),
+        "memory": settings.get("docker_memory"),
+        "cpus": settings.get("docker_cpus"),
+        "pids_limit": settings.get("docker_pids_limit"),
+        "tmp_size": settings.get("docker_tmp_size"),
+        "work_size": settings.get("docker_work_size"),
+        "user": settings.get("docker_user"),
+        "fresh_container": settings.get("docker_strategy") == "container-per-sample",
+        "pull": False,
+    }
+    runner = wiring.make_runner(config, wiring.docker_spec(options))
+    if runner.describe().get("docker_image_id") != plan.docker_image_id:
+        runner.close()
+        raise ReportError(
+            f"the workers resolved {plan.docker_image_id} to another image; refusing to replay"
         )
     return runner
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from repomin.errors import UsageError
 from repomin.failure.contract import FailureContract
-from repomin.report.fingerprint import Fingerprint
 from repomin.runners.base import Outcome
 from repomin.sampling import stats
 from repomin.sampling.oracle import StopSearch
@@ -26,6 +25,17 @@ from repomin.tree import Tree
 
 POLICY = "holdout-exact-binomial-v1"
 HOLDOUT_SCHEMA_VERSION = 1
+
+
+class Artifact(Protocol):
+    """What the record names of the payload the runs saw: its two digests (the report's
+    :class:`~repomin.report.fingerprint.Fingerprint` of the exported payload)."""
+
+    @property
+    def tree_sha256(self) -> str: ...
+
+    @property
+    def tree_content_sha256(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +91,7 @@ def interrupted_record(index: int) -> dict[str, Any]:
 def holdout_record(
     config: HoldoutConfig,
     samples: list[dict[str, Any]],
-    artifact: Fingerprint,
+    artifact: Artifact,
     jobs: int,
     *,
     aborted: bool = False,
@@ -134,7 +144,7 @@ def run_holdout(
     config: HoldoutConfig,
     sample: Callable[[Tree, str], Outcome],
     contract: FailureContract,
-    artifact: Fingerprint,
+    artifact: Artifact,
     jobs: int,
     stop: threading.Event,
 ) -> dict[str, Any]:
