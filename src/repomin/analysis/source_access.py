@@ -1,4 +1,4 @@
-"""Can samples reach SRC by its absolute path, and did the traced run do so? (issue 18)
+"""Can samples reach SRC by its absolute path, and did the traced run do so?
 
 A payload that only reproduces because a sample reached the original tree through an absolute
 path (a Makefile with ``/path/to/SRC/autoconf/missing``, a ``sys.path`` entry, a symlink

@@ -95,7 +95,7 @@ def default_runner_factory(options: ReduceOptions) -> Runner:
         )
         return wiring.make_runner(options.cluster, inner)
     if options.backend == "host":
-        # Samples must not reach SRC, OUTPUT or the session at their paths (issue 18).
+        # Samples must not reach SRC, OUTPUT or the session at their paths.
         session = options.session_dir or default_session_dir(options.output)
         hide = (options.output, sidecar_dir(options.output), session)
         return HostRunner(

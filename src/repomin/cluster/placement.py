@@ -1,4 +1,4 @@
-"""Which Dask worker runs the next sample (issue 14).
+"""Which Dask worker runs the next sample.
 
 Left to the scheduler, a sample lands on whichever worker is free, and that worker often lacks
 the delta's anchor or some blob: it answers ``need``, and the retry, pinned to it, may queue

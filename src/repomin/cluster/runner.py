@@ -1,4 +1,4 @@
-"""``ClusterRunner``: the runner protocol on a Dask cluster (issue 14).
+"""``ClusterRunner``: the runner protocol on a Dask cluster.
 
 Each sample is one Dask task (``pure=False``: every sample is a new task, never deduplicated).
 The worker runs it with its own host or Docker runner (:mod:`repomin.cluster.worker`); trees

@@ -1,8 +1,8 @@
 """The report's cross-field rules that are not statistics: contract, execution, accounting.
 
 Also the shared vocabulary of the validator: :class:`Problem` (one broken rule, printed as
-``rule: message``), :data:`RULES` (every rule id with a one-line description; ARCHITECTURE.md
-documents them) and small helpers. Every function here is pure and assumes a report that already
+``rule: message``), :data:`RULES` (every rule id with a one-line description; docs/report-schema.md
+§12 documents them) and small helpers. Every function here is pure and assumes a report that already
 matches the shipped JSON Schema, so that it can rely on the types.
 """
 

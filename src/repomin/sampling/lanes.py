@@ -1,4 +1,4 @@
-"""Several flaky candidates in flight on one budget of sample slots (issue 14).
+"""Several flaky candidates in flight on one budget of sample slots.
 
 Under a flaky (sequential) policy a candidate is decided by an exact sequential test on its own
 stream of samples, and the test keeps only as many samples in flight as every outcome path uses
@@ -17,7 +17,7 @@ candidates of the same proposal sequence, all against the same incumbent:
 
 A lane hands its samples to the candidate's test in the order they were *submitted* (sequence
 numbers 0, 1, ...), never in finishing order, so every test sees a fixed sequence of its own
-fresh samples (ARCHITECTURE.md, "Several flaky candidates in flight"; docs/statistics.md §3c).
+fresh samples (ARCHITECTURE.md, "Several flaky candidates in flight"; docs/statistics.md §3b).
 """
 
 from __future__ import annotations

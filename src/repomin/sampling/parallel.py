@@ -2,7 +2,7 @@
 
 Not all concurrency lives here: ``sampling/lanes.py`` shares the slots among several flaky
 candidates, ``search/`` runs work and final runs beside the search, and ``app/`` starts the
-runner and the traced run beside the baseline (ARCHITECTURE.md, "Invariants").
+runner and the traced run beside the baseline (ARCHITECTURE.md, "The map", Invariants).
 
 ``first_accepted`` evaluates candidates in proposal order with up to ``jobs`` in flight and
 returns the *first accepted in proposal order* (not the first to finish), so that for a

@@ -1,7 +1,7 @@
 """Slippage of a flaky failure's rate: the report's ``slippage`` record and ``--keep-rate``.
 
 A flaky failure can slip into a different, deterministic one: the reduced test fails every run
-for another reason and the regex still matches (issue 18). Two uses of the exact two-sample
+for another reason and the regex still matches. Two uses of the exact two-sample
 test in :mod:`repomin.sampling.stats.slippage`:
 
 * :func:`slippage_record` compares the final runs (and the holdout's) with the baseline

@@ -1,4 +1,4 @@
-"""Final runs in the idle slots of a settled search round (issue 14).
+"""Final runs in the idle slots of a settled search round.
 
 With W slots, the last search round of a reduction is usually a fixpoint round that re-checks
 a few survivors and leaves most slots idle; the final runs then follow as one more round. When

@@ -8,8 +8,7 @@ incomplete beta and its inverse, which ``scipy.stats``' ``beta.ppf`` and ``binom
 themselves (the same floats, tested on a grid), and the slippage comparison's Fisher test is
 an exact integer sum (``stats.slippage``). Before, ``scipy.stats`` was warmed in a thread
 after the first sample had started, and that thread's GIL time slowed the dispatch of the
-search's first rounds (measured in ``benchmarks/cluster.py``'s 16-worker run: see
-ARCHITECTURE.md).
+search's first rounds (measured in ``benchmarks/cluster.py``'s 16-worker run).
 
 ``repomin reduce`` warms ``scipy.special`` (the first baseline verdict needs it) and
 ``jsonschema`` (the report's structural check, 0.1 s of CPU) once the first sample has
