@@ -8,11 +8,18 @@ are sized from (``docs/statistics.md`` §3a, "Sizing from the incumbent").
 Sizing changes power and cost, never size: a candidate's design is fixed from samples taken
 before its first run, and given that past its runs are fresh, so the design's exact size at θ
 bounds its error whatever the estimate was. The estimate may therefore be anything computable
-from the past; this one is conservative: the best one-sided lower bound (confidence
-``SIZING_CONFIDENCE``) over the suffixes of the chain's recent samples, which start as the
-baseline's runs (the source's own samples). A run of straight passes since the last failure
-(the failure became deterministic along the way) thus shortens the screen; failures lengthen
-it again.
+from the past. This one is a sizing rule, not a lower bound: the best of the one-sided
+Clopper-Pearson lower bounds at ``SIZING_CONFIDENCE`` over the suffixes of the chain's recent
+samples, which start as the baseline's runs (the source's own samples). The suffix is chosen
+after seeing the samples, so the best bound is not a bound at that confidence: for i.i.d.
+Bernoulli(p) windows of 20 it is at or below p with probability 0.653 / 0.641 / 0.628 / 0.679 /
+0.815 / 1.000 at p = 0.2 / 0.3 / 0.5 / 0.7 / 0.9 / 0.95, and 0.564 at worst (exact). On the
+search's own path (accepted verdicts only, re-checks stopping at the first failure) it is
+lower still, and the screen's power falls short of its target below p = 0.7; the figures, why
+the rule is kept and how to reproduce them are in ``docs/statistics.md`` §3a (pinned by
+``tests/unit/test_rate_estimate_coverage.py``). What it buys: five straight passes since the
+last failure (the failure became deterministic along the way) make the gated search's screen
+one run; failures lengthen it again.
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ from repomin.sampling import stats
 
 #: Samples of the incumbent chain kept (most recent last).
 RATE_WINDOW = 20
-#: Confidence of the suffix lower bounds the estimate takes the best of.
+#: Confidence of each suffix lower bound the estimate takes the best of (the best of them is
+#: not a bound at this confidence: see the module doc).
 SIZING_CONFIDENCE = 0.8
 #: Most probes of one incumbent in a row (the caller stops at the first failure).
 MAX_PROBES = 5
@@ -71,8 +79,9 @@ class RateEvidence:
         return run
 
     def estimate(self) -> float:
-        """The rate the screen and failure budget are sized from (see module doc): the best
-        lower bound over the window's suffixes, else the baseline's rate (empty window)."""
+        """The rate the screen and failure budget are sized from (see module doc): the best of
+        the suffixes' lower bounds (a sizing rule, not a lower bound at ``SIZING_CONFIDENCE``),
+        else the baseline's rate (empty window)."""
         best, passes = (self.base if not self.recent else 0.0), 0
         for j, outcome in enumerate(reversed(self.recent), start=1):
             passes += outcome
