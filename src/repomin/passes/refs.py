@@ -6,6 +6,14 @@ of a known language as one candidate; the oracle decides, and a rejection change
 Then the same set is bisected (halves, quarters, ... down to single files, ddmin order) so that
 one file loaded in a way the graph cannot see does not block the rest.
 
+Then, for Rust (:mod:`repomin.analysis.refs.rustcuts`), each ``mod name;`` declaration that
+nothing else names is one candidate: the declaration removed with the ``use`` items of its file
+that start at the module, and every file no root reaches after that edit deleted with it (``mod
+uri;`` goes with ``src/uri/``). A file alone cannot go while its ``mod`` line stays (rustc
+cannot find it), nor the line while its ``use`` items stay; together they can. Then, per file,
+the items nothing else names, one candidate per file. A rejected Rust cut is proposed again
+only once what it was computed from changed.
+
 The pass object lives for the whole reduction: it runs again in every round and proposes again
 whenever the unreachable set of the current tree differs from the one it last worked on (a
 content pass that deleted an import or a call makes its target unreachable). Files it already
@@ -15,10 +23,11 @@ passes still may.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from repomin.analysis.refs import RefGraph
+from repomin.analysis.refs.rustcuts import rust_cuts
 from repomin.search.deletion.ddmin import ddmin_delete
 from repomin.search.problem import Problem
 from repomin.tree import Entry, Tree
@@ -39,13 +48,18 @@ class RefsCut:
         self._last: frozenset[str] | None = None
         #: Unreachable files a bisection kept, with the entry they had then.
         self._needed: dict[str, Entry] = {}
+        #: Rust cuts that were rejected, with what each was computed from.
+        self._rust_rejected: dict[tuple[str, ...], object] = {}
 
     def graph(self, problem: Problem) -> RefGraph:
-        tree = problem.current
-        keep = [p for p in tree.entries if problem.protected(p)]
-        return RefGraph(tree, command=self.command, entry_points=self.entry_points, keep=keep)
+        return self._graph_of(problem)(problem.current)
 
     def run(self, problem: Problem) -> None:
+        self._cut(problem)
+        self._rust(problem, "mod")
+        self._rust(problem, "items")
+
+    def _cut(self, problem: Problem) -> None:
         tree = problem.current
         graph = self.graph(problem)
         unreachable = [p for p in graph.unreachable() if not problem.protected(p)]
@@ -83,6 +97,43 @@ class RefsCut:
         for p in survivors:
             if p in current:
                 self._needed[p] = current[p]
+
+    def _rust(self, problem: Problem, kind: str) -> None:
+        """Propose the Rust cuts of ``kind`` (``mod`` or ``items``, see
+        :mod:`repomin.analysis.refs.rustcuts`), one candidate each, the largest first; after an
+        acceptance the rest are computed anew on the new tree. A rejected cut is not proposed
+        again until what it was computed from changed."""
+        rejected: set[tuple[str, ...]] = set()
+        noted = False
+        while True:
+            graph = self.graph(problem)
+            cuts = [
+                c
+                for c in rust_cuts(graph, kind, problem.protected, self._graph_of(problem))
+                if c.key not in rejected and self._rust_rejected.get(c.key) != c.fingerprint
+            ]
+            if not cuts:
+                return
+            if not noted:
+                noted = True
+                self._log(
+                    problem,
+                    f"rust {kind}: proposing {len(cuts)} cut(s)",
+                    rust_cuts=len(cuts),
+                )
+            won = problem.try_first(self.name, ((c.tree, c.description) for c in cuts))
+            for cut in cuts if won is None else cuts[:won]:
+                rejected.add(cut.key)
+                self._rust_rejected[cut.key] = cut.fingerprint
+            if won is None:
+                return
+
+    def _graph_of(self, problem: Problem) -> Callable[[Tree], RefGraph]:
+        def graph_of(tree: Tree) -> RefGraph:
+            keep = [p for p in tree.entries if problem.protected(p)]
+            return RefGraph(tree, command=self.command, entry_points=self.entry_points, keep=keep)
+
+        return graph_of
 
     def _log(self, problem: Problem, description: str, **fields: Any) -> None:
         problem.note(self.name, description, **fields)

@@ -8,7 +8,7 @@ from repomin.analysis.refs.text import decode, parent
 from repomin.tree import Tree
 
 #: File kinds the graph understands; every other file is kept whole by the cut.
-LANGUAGES = ("java", "python", "javascript", "c")
+LANGUAGES = ("java", "python", "javascript", "c", "rust")
 
 _SUFFIXES: dict[str, str] = {
     ".java": "java",
@@ -34,6 +34,7 @@ _SUFFIXES: dict[str, str] = {
     ".h++": "c",
     ".ipp": "c",
     ".tcc": "c",
+    ".rs": "rust",
 }
 
 #: Build files (exact base names): always roots, scanned for the paths and names they mention.
@@ -77,6 +78,7 @@ BUILD_NAMES = frozenset(
         "WORKSPACE",
         "module-info.java",
         "Dockerfile",
+        "Cargo.toml",
     }
 )
 _BUILD_SUFFIXES = (".mk", ".mak", ".cmake", ".gradle", ".config.js", ".config.mjs", ".config.ts")

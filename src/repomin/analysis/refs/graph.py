@@ -8,8 +8,9 @@ not inside ``node_modules``) it is read for the paths and names it mentions, lik
 
 *Roots* are what the run starts from: files the command names (paths, ``-m`` modules, Java class
 names, test files a test runner would discover), entry points a caller passes (e.g. the files a
-trace saw first), kept paths (``--keep``), build files, and C/C++ sources that define ``main``
-(only when no build file names a C/C++ source).
+trace saw first), kept paths (``--keep``), build files (a ``Cargo.toml`` reaches the crate roots
+of the targets the command builds), C/C++ sources that define ``main`` (only when no build file
+names a C/C++ source), and Rust files under no Cargo package that define ``main``.
 Reachability starts from the roots and from every unknown-kind file; graph distance starts from
 the roots only (an unknown-kind file is kept, not a reason to keep what it mentions close).
 
@@ -32,6 +33,7 @@ from repomin.analysis.refs.context import Context, in_node_modules, is_build_fil
 from repomin.analysis.refs.java import JavaIndex
 from repomin.analysis.refs.javascript import JavaScriptIndex
 from repomin.analysis.refs.python import PythonIndex
+from repomin.analysis.refs.rust import RustIndex
 from repomin.tree import Tree
 
 _MODULE = re.compile(r"^[A-Za-z_][\w]*(?:\.[A-Za-z_$][\w$]*)*$")
@@ -72,6 +74,7 @@ class RefGraph:
         self.python = PythonIndex(self.ctx)
         self.javascript = JavaScriptIndex(self.ctx)
         self.c = CIndex(self.ctx)
+        self.rust = RustIndex(self.ctx, command)
         self.mentions = Mentions(self.ctx, self.java, self.python)
         self.command = command
         self._entry_points = tuple(entry_points)
@@ -113,10 +116,17 @@ class RefGraph:
             found = self.javascript.edges(path)
         elif kind == "c":
             found = self.c.edges(path)
+        elif kind == "rust":
+            found = self.rust.edges(path)
         name = path.rpartition("/")[2]
         if name == "package.json" and self.ctx.is_text(path):
             found |= self.javascript.manifest_edges(path)
-        if path in self.keepers or (is_build_file(path) and kind is None):
+        manifest = self.rust.manifest_edges(path) if name == "Cargo.toml" else None
+        if manifest is not None:
+            # Cargo decides which Rust files are crate roots; its other mentions still count.
+            mentioned = self.mentions.of_file(path)
+            found |= manifest | {p for p in mentioned if self.ctx.kinds.get(p) != "rust"}
+        elif path in self.keepers or (is_build_file(path) and kind is None):
             found |= self.mentions.of_file(path)
         elif is_build_file(path):
             found |= self.mentions.tokens(self._string_tokens(path), "/".join(path.split("/")[:-1]))
@@ -145,6 +155,7 @@ class RefGraph:
         # file) every program's ``main`` is where a run may start.
         if not any(self.ctx.kinds.get(t) == "c" for b in builds for t in self.edges(b)):
             found |= self.c.mains()
+        found |= self.rust.orphan_roots
         found |= self._command_roots()
         return frozenset(found)
 
