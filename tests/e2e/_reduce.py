@@ -8,11 +8,13 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from repomin.cli.main import cli
@@ -97,3 +99,15 @@ def search_case(tmp_path: Path) -> tuple[Path, Path, list[str]]:
         "--final-runs", "3", "--passes", "files", "--user-shell-runs", "0",
     )  # fmt: skip
     return block, started, argv
+
+
+def base_python() -> tuple[str, str]:
+    """An interpreter outside any virtual environment (a venv disables the user site, where
+    ``pip install --user`` puts packages) and its ``X.Y``; skips the test when it has none."""
+    base = getattr(sys, "_base_executable", sys.executable)
+    probe = "import site, sys; print(site.ENABLE_USER_SITE, '%d.%d' % sys.version_info[:2])"
+    done = subprocess.run([base, "-c", probe], capture_output=True, text=True, check=False)
+    enabled, _, version = done.stdout.strip().partition(" ")
+    if done.returncode != 0 or enabled != "True":
+        pytest.skip(f"{base} has no user site-packages")
+    return base, version

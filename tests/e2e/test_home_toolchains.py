@@ -36,7 +36,7 @@ from repomin.runners.host import HostRunner
 from repomin.runners.scratch import private_root
 from repomin.tree import Entry, Tree
 from tests.conftest import reduce_argv
-from tests.e2e._reduce import alive, sigkill_at_mark
+from tests.e2e._reduce import alive, base_python, sigkill_at_mark
 
 TOOL_COMMAND = (
     'test -f "$HOME/.toolrc" || { echo "tool: no default is configured" >&2; exit 3; }; '
@@ -300,21 +300,9 @@ def test_replay_of_an_inherit_report_needs_home_on_its_command_line(tmp_path: Pa
 # -- (b) a user-site Python package (pip install --user) --------------------------------------
 
 
-def _base_python() -> tuple[str, str]:
-    """An interpreter outside any virtual environment (a venv disables the user site) and its
-    ``X.Y``."""
-    base = getattr(sys, "_base_executable", sys.executable)
-    probe = "import site, sys; print(site.ENABLE_USER_SITE, '%d.%d' % sys.version_info[:2])"
-    done = subprocess.run([base, "-c", probe], capture_output=True, text=True, check=False)
-    enabled, _, version = done.stdout.strip().partition(" ")
-    if done.returncode != 0 or enabled != "True":
-        pytest.skip(f"{base} has no user site-packages")
-    return base, version
-
-
 @pytest.mark.slow
 def test_a_user_site_package_is_named_and_used_with_home_inherit(tmp_path: Path) -> None:
-    python, version = _base_python()
+    python, version = base_python()
     home = _home(tmp_path, toolrc=False)
     site = home / ".local" / "lib" / f"python{version}" / "site-packages"
     (site / "thepkg").mkdir(parents=True)

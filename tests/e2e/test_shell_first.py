@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e._reduce import write_tree
+from tests.e2e._reduce import base_python, write_tree
 
 SMALL = ["--baseline-runs", "3", "--final-runs", "3", "--jobs", "2", "--no-session"]
 
@@ -105,19 +105,8 @@ def test_with_home_inherit_the_same_pytest_case_keeps_the_users_failure(tmp_path
 # -- a `pip install --user` package ----------------------------------------------------------
 
 
-def _base_python() -> tuple[str, str]:
-    """An interpreter outside any virtual environment (a venv disables the user site)."""
-    base = getattr(sys, "_base_executable", sys.executable)
-    probe = "import site, sys; print(site.ENABLE_USER_SITE, '%d.%d' % sys.version_info[:2])"
-    done = subprocess.run([base, "-c", probe], capture_output=True, text=True, check=False)
-    enabled, _, version = done.stdout.strip().partition(" ")
-    if done.returncode != 0 or enabled != "True":
-        pytest.skip(f"{base} has no user site-packages")
-    return base, version
-
-
 def test_a_user_site_package_missing_in_the_samples_under_exit_code_1(tmp_path: Path) -> None:
-    python, version = _base_python()
+    python, version = base_python()
     home = tmp_path / "home"
     site = f".local/lib/python{version}/site-packages"
     write_tree(home, {f"{site}/invoicing/__init__.py": "def run():\n    raise KeyError('vat')\n"})
