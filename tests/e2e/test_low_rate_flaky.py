@@ -5,6 +5,7 @@ certain), and a rarer one refused with the cost of reducing it."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -35,22 +36,29 @@ def reduce(tmp_path: Path, per_mille: int, *extra: str) -> tuple[int, str]:
 def test_a_one_in_five_failure_is_reduced_with_default_options(tmp_path: Path) -> None:
     code, err = reduce(tmp_path, 200)
     assert code == 0, err
-    # 4 of the first 20 runs reproduce (lower bound 0.071): the baseline looks again at 40
-    assert "baseline 4/20: lower bound 0.071 is below --min-baseline-rate 0.1" in err
+    # 4 of the first 20 runs reproduce (lower bound 0.071), or 3 when the traced run beside the
+    # baseline drew one of the counter's reproducing numbers first: the baseline looks again
+    looked = re.search(
+        r"baseline ([34])/20: lower bound (0\.\d+) is below --min-baseline-rate 0\.1", err
+    )
+    assert looked is not None, err
+    assert float(looked.group(2)) == round(stats.lower_bound(int(looked.group(1)), 20, 0.95), 3)
     out = tmp_path / "out"
     assert {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()} == set(NEEDED)
     report = json.loads((tmp_path / "out.repomin" / "report.json").read_text())
     assert not validate_report(report).problems
     ex = report["execution"]
-    assert (ex["baseline_passes"], ex["baseline_runs"], ex["baseline_runs_cap"]) == (8, 40, 160)
+    passes, runs = ex["baseline_passes"], ex["baseline_runs"]
+    assert runs >= 40 and ex["baseline_runs_cap"] == 160  # 8/40, or 7/40 then more
+    assert stats.lower_bound(passes, runs, 0.95) >= 0.1
     assert ex["baseline_policy"] == "adaptive-clopper-pearson-v1"
-    assert ex["min_candidate_rate"] == stats.lower_bound(8, 40, 0.95) / 2
+    assert ex["min_candidate_rate"] == stats.lower_bound(passes, runs, 0.95) / 2
     assert ex["final_validation_passed"] is True
     assert ex["final_policy"] == "curtailed-exact-binomial-v1"
     # sized for power 0.95 at the 80% lower bound of 8/40 (125 runs at gate 1), stopped once
     # the 12 passes the test needs were in
     planned = ex["final_planned_runs"]
-    assert planned >= 125 and ex["final_stopped_early"] is True
+    assert (planned >= 125 or (passes, runs) != (8, 40)) and ex["final_stopped_early"] is True
     assert ex["final_runs"] < planned and ex["final_passes"] >= stats.critical_count(
         planned, ex["min_candidate_rate"], ex["final_alpha"]
     )

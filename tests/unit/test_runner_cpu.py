@@ -121,9 +121,19 @@ def test_the_docker_agents_times_become_cpu_seconds() -> None:
 def test_a_sample_that_does_not_stop_in_time_has_no_cpu_figure(
     tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # No grace: the stop cannot have finished when the runner looks, so the sample is killed
-    # outright and its (incomplete) CPU time is unknown rather than short.
+    # The stop is lost (SIGUSR1 to the supervisor never arrives) and there is no grace: the
+    # sample is killed outright and its (incomplete) CPU time is unknown rather than short.
+    # (With the signal delivered, a stop on an idle core can finish before even a zero grace
+    # looks; its CPU time is then complete, which is the other branch.)
     monkeypatch.setattr("repomin.runners.host.STOP_GRACE", 0.0)
+    monkeypatch.setattr("repomin.runners.sandbox.signal_child", lambda *_args: True)
+    real_kill = os.kill
+
+    def kill(pid: int, signum: int) -> None:
+        if signum != signal.SIGUSR1:
+            real_kill(pid, signum)
+
+    monkeypatch.setattr(os, "kill", kill)
     out = run(tmp_path, mode, "sleep 30", timeout=0.5)
     assert out.timed_out and out.exit_code == -signal.SIGKILL
     assert out.cpu_seconds is None and out.duration < 5
