@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -111,3 +112,18 @@ def base_python() -> tuple[str, str]:
     if done.returncode != 0 or enabled != "True":
         pytest.skip(f"{base} has no user site-packages")
     return base, version
+
+
+def clean_up_after_sigkill(
+    proc: subprocess.Popen[Any], sleeper: int | None, payload: Path | None
+) -> None:
+    """What a test that SIGKILLed ``repomin reduce`` leaves, removed whatever it asserted: the
+    process if it still runs, the command's ``sleeper`` if it outlived it, and the payload
+    copy's ``repomin-*`` directory."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.communicate()
+    if sleeper is not None and alive(sleeper):
+        os.kill(sleeper, signal.SIGKILL)
+    if payload is not None and payload.parent.name.startswith("repomin-"):
+        shutil.rmtree(payload.parent, ignore_errors=True)

@@ -19,7 +19,6 @@ import json
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -36,7 +35,7 @@ from repomin.runners.host import HostRunner
 from repomin.runners.scratch import private_root
 from repomin.tree import Entry, Tree
 from tests.conftest import reduce_argv
-from tests.e2e._reduce import alive, base_python, sigkill_at_mark
+from tests.e2e._reduce import base_python, clean_up_after_sigkill, sigkill_at_mark
 
 TOOL_COMMAND = (
     'test -f "$HOME/.toolrc" || { echo "tool: no default is configured" >&2; exit 3; }; '
@@ -445,10 +444,4 @@ def test_sigkill_during_the_diagnosis_in_your_shell_kills_its_run_and_the_dir_is
         assert again.returncode == 0, again.stderr
         assert not workdir.exists()  # the next start of ReproMin removed it
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-        if sleeper is not None and alive(sleeper):
-            os.kill(sleeper, signal.SIGKILL)
-        if payload is not None and payload.parent.name.startswith("repomin-"):
-            shutil.rmtree(payload.parent, ignore_errors=True)
+        clean_up_after_sigkill(proc, sleeper, payload)

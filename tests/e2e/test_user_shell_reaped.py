@@ -13,8 +13,6 @@ working directory to a file the test names, then waits.
 from __future__ import annotations
 
 import os
-import shutil
-import signal
 import subprocess
 from pathlib import Path
 
@@ -22,7 +20,7 @@ import pytest
 
 from repomin.runners.scratch import private_root
 from tests.conftest import reduce_argv
-from tests.e2e._reduce import alive, sigkill_at_mark
+from tests.e2e._reduce import clean_up_after_sigkill, sigkill_at_mark
 
 pytestmark = pytest.mark.slow
 
@@ -71,10 +69,4 @@ def test_sigkill_in_the_your_shell_stage_kills_its_runs_and_the_next_start_reaps
         assert again.returncode == 0, again.stderr.decode()
         assert not workdir.exists()  # ... and the next start of ReproMin removed it
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-        if sleeper is not None and alive(sleeper):
-            os.kill(sleeper, signal.SIGKILL)
-        if payload is not None and payload.parent.name.startswith("repomin-"):
-            shutil.rmtree(payload.parent, ignore_errors=True)
+        clean_up_after_sigkill(proc, sleeper, payload)
