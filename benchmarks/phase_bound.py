@@ -32,8 +32,8 @@ from cases import Case
 from suite import all_cases
 
 import repomin.passes.blocks as blocks_module
+import repomin.passes.coverage as coverage_module
 import repomin.passes.files as files_module
-import repomin.passes.jscov as jscov_module
 import repomin.passes.jsunits as jsunits_module
 import repomin.passes.lines as lines_module
 import repomin.passes.python_ast as python_module
@@ -62,7 +62,7 @@ def instrument(records: list[Record]) -> None:
         lines_module,
         blocks_module,
         python_module,
-        jscov_module,
+        coverage_module,
         jsunits_module,
     ):
         module.learn_delete = wrapped  # type: ignore[attr-defined]

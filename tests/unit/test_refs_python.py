@@ -113,3 +113,30 @@ def test_namespace_packages_and_src_layout() -> None:
         "src/pkg/dead.py": "",
     }
     assert graph(files).unreachable() == ["src/pkg/dead.py"]
+
+
+def test_pytest_configs_reach_the_plugins_they_load() -> None:
+    tree = text_tree(
+        {
+            "pytest.ini": "[pytest]\naddopts = -p myplugins.timing -p no:cacheprovider\n",
+            "setup.cfg": "[metadata]\nname = x\n[tool:pytest]\naddopts = -phelpers.fix\n",
+            "pyproject.toml": '[tool.pytest.ini_options]\naddopts = "-p tomlplug"\n',
+            "tox.ini": "[pytest]\naddopts = --strict-markers -p=toxplug\n",
+            "myplugins/__init__.py": "",
+            "myplugins/timing.py": "",
+            "helpers/__init__.py": "",
+            "helpers/fix.py": "",
+            "tomlplug.py": "",
+            "toxplug.py": "",
+            "cacheprovider.py": "",
+            "unrelated.py": "",
+            "tests/test_a.py": "def test_a(timing): pass\n",
+        }
+    )
+    g = RefGraph(tree, command="python -m pytest tests")
+    assert g.edges("pytest.ini") == {"myplugins/__init__.py", "myplugins/timing.py"}
+    assert g.edges("setup.cfg") == {"helpers/__init__.py", "helpers/fix.py"}
+    assert g.edges("pyproject.toml") == {"tomlplug.py"}
+    assert g.edges("tox.ini") == {"toxplug.py"}
+    assert "cacheprovider.py" not in g.reachable and "unrelated.py" not in g.reachable
+    assert {"myplugins/timing.py", "tomlplug.py", "toxplug.py"} <= g.reachable

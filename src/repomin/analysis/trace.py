@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from repomin.analysis.pycoverage import PYCOV_DIR, install, read_pycoverage
 from repomin.analysis.v8coverage import COVERAGE_DIR, FileCoverage, read_coverage
 from repomin.runners.base import TRACE_SAMPLE_ID, Outcome, Runner, RunRequest
 from repomin.runners.scratch import make_sink, read_regular
@@ -101,7 +102,7 @@ def wrapper_script(command: str, sink: str | None, token: str, methods: Sequence
     """The POSIX shell script that runs ``command`` traced. ``sink`` is an absolute host
     directory for the log, or None to print it to stderr between markers."""
     directory = shlex.quote(sink) if sink else '"${TMPDIR:-/tmp}/.repomin-trace-' + token + '"'
-    quoted = shlex.quote(command)
+    quoted = shlex.quote(with_python_hook(command, sink) if sink else command)
     strace = (
         "command -v strace >/dev/null 2>&1 && strace -qq -o /dev/null true >/dev/null 2>&1"
         if "strace" in methods
@@ -112,6 +113,7 @@ def wrapper_script(command: str, sink: str | None, token: str, methods: Sequence
     coverage_dir = f'"$__rm_d/{COVERAGE_DIR}"'
     cover = (
         f'[ -n "${{NODE_V8_COVERAGE+x}}" ] || export NODE_V8_COVERAGE={coverage_dir}\n'
+        f'export PYTHONPATH="$__rm_d/{PYCOV_DIR}${{PYTHONPATH:+:$PYTHONPATH}}"\n'
         if sink
         else ""
     )
@@ -158,6 +160,20 @@ fi
 rm -rf "$__rm_d"
 """
     return script + 'exit "$__rm_rc"\n'
+
+
+_PYTHONPATH_WORD = re.compile(r"(^|[\s;&|(`'\"])PYTHONPATH=(?=[^\s;&|)])")
+
+
+def with_python_hook(command: str, sink: str) -> str:
+    """``command`` with the Python start-up hook's directory in front of every non-empty
+    ``PYTHONPATH=`` assignment it makes itself (``PYTHONPATH=src python -m pytest``), which would
+    otherwise hide the one the wrapper exports (:mod:`repomin.analysis.pycoverage`). Only the
+    traced run's command is changed, and only when the directory needs no quoting."""
+    directory = f"{sink}/{PYCOV_DIR}"
+    if shlex.quote(directory) != directory:
+        return command
+    return _PYTHONPATH_WORD.sub(lambda m: f"{m[1]}PYTHONPATH={directory}:", command)
 
 
 def trace_opened_files(
@@ -225,7 +241,11 @@ def _make_sink(runner: Runner, in_band: bool | None) -> str | None:
     # A cluster worker's host runner writes on its own machine: the log comes back in band.
     remote = runner.describe().get("dispatch_engine") is not None
     band = (runner.backend != "host" or remote) if in_band is None else in_band
-    return None if band else str(make_sink("repomin-trace-"))
+    if band:
+        return None
+    sink = make_sink("repomin-trace-")
+    install(sink / PYCOV_DIR)
+    return str(sink)
 
 
 def _run_traced(
@@ -246,7 +266,10 @@ def _run_traced(
         else:
             files, stderr, lost = _read_sink(Path(sink)), outcome.stderr, "no trace log was written"
             roots = _roots(files, outcome.workdir)
-            coverage = read_coverage(Path(sink) / COVERAGE_DIR, roots, tree)
+            node = read_coverage(Path(sink) / COVERAGE_DIR, roots, tree)
+            python = read_pycoverage(Path(sink) / PYCOV_DIR, roots, tree)
+            if node is not None or python is not None:
+                coverage = {**(node or {}), **(python or {})}
     finally:
         if sink is not None:
             shutil.rmtree(sink, ignore_errors=True)

@@ -18,7 +18,7 @@ file is used only when the script's top-level range ends exactly at the length o
 (the mapping is then known to be right); otherwise it is left out. A file seen by several
 processes keeps only the ranges that never ran in any of them.
 
-Nothing here is evidence: the ranges only shape *proposals* (``passes.jscov``), which the
+Nothing here is evidence: the ranges only shape *proposals* (``passes.coverage``), which the
 oracle accepts or rejects like any other candidate.
 """
 

@@ -49,10 +49,11 @@ from repomin.app.user_shell import (
     run_in_user_shell,
     user_environment,
 )
-from repomin.app.versions import probe_versions
+from repomin.app.versions import probe_through, probe_versions
 from repomin.errors import BaselineError, Interrupted, ReproMinError
 from repomin.passes import STALL_ONLY
 from repomin.report.build import ReportInputs, build_report
+from repomin.report.excerpt import failure_excerpt
 from repomin.report.fingerprint import Fingerprint
 from repomin.runners.base import Outcome, Runner
 from repomin.sampling.accounting import Ledger
@@ -100,6 +101,8 @@ class Baselined:
     initial: Tree  # where the search starts (the journal's latest tree on resume)
     history: tuple[Tree, ...] = ()  # accepted trees, source first (the journal's on resume)
     backtrack: bool = False  # a payload gate failed: backtrack before searching (gate.py)
+    #: Tool versions asked through the runner (Docker, a cluster); None on the host backend.
+    tool_versions: dict[str, str] | None = None
 
 
 # -- select -----------------------------------------------------------------------------------
@@ -161,7 +164,18 @@ def baseline_stage(ctx: Context, selected: Selected, session: Session | None) ->
         f"sampling policy {oracle.policy.mode.value}"
     )
     _show_identity(ctx)
-    return Baselined(baseline, session, history[-1], history)
+    versions = _versions_through_runner(ctx)
+    return Baselined(baseline, session, history[-1], history, tool_versions=versions)
+
+
+def _versions_through_runner(ctx: Context) -> dict[str, str] | None:
+    """Where the samples do not run on this machine, the versions of the tools they ran with:
+    one run through the runner while it is up (``app.versions.probe_through``)."""
+    options = ctx.options
+    if (options.backend == "host" and options.cluster is None) or ctx.stop.is_set():
+        return None
+    ctx.progress.stage("tool versions", 1)
+    return probe_through(ctx.runner, options.command, ctx.oracle.request.env)
 
 
 def _baseline_goes_on(ctx: Context) -> Callable[[int, int, float, int], None]:
@@ -602,7 +616,17 @@ def report_stage(
             tool_versions=(
                 probe_versions(options.command, options.env)
                 if options.backend == "host" and options.cluster is None
-                else None
+                else baselined.tool_versions
             ),
+            failure_excerpt=_excerpt(ctx, baselined),
         )
     )
+
+
+def _excerpt(ctx: Context, baselined: Baselined) -> dict[str, Any] | None:
+    """What the baseline's first reproducing run printed that identifies the failure (none on
+    a resumed session: its baseline's outputs are not kept)."""
+    for output, workdir in _failing_output(ctx, baselined):
+        found = failure_excerpt(output, workdir, ctx.oracle.contract.spec.match)
+        return found.to_json() if found is not None else None
+    return None

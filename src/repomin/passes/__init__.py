@@ -13,8 +13,8 @@ from __future__ import annotations
 from repomin.passes.blocks import DeleteBlocks
 from repomin.passes.brackets import DeleteBrackets
 from repomin.passes.carve import CarveCall
+from repomin.passes.coverage import CoverageCut
 from repomin.passes.files import DeleteFiles
-from repomin.passes.jscov import CoverageCut
 from repomin.passes.lines import DeleteLines
 from repomin.passes.normalise import Normalise
 from repomin.passes.ordered import TraceOrder
@@ -56,7 +56,7 @@ REGISTRY: dict[str, type[Pass]] = {
 #: make a carved entry that needs fewer files look no smaller), the entry point loading the
 #: module whose top-level code failed (``shortcut``, once), the Python files on the failing
 #: stack and what they import (``stack``, once: after ``shortcut``, whose entry may need
-#: fewer files), emptying the JavaScript bodies
+#: fewer files), emptying the JavaScript and Python bodies
 #: the traced run never executed (``coverage``: before ``normalise``, which would make the
 #: coverage of every file it edits stale), comment stripping over every file at once, then
 #: ``ordered`` (the content passes file by file in the traced run's first-open order, each

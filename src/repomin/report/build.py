@@ -107,8 +107,10 @@ class ReportInputs:
     slippage: dict[str, Any] | None = None
     #: The payload in the user's own shell (``app.user_shell.ShellCheck``), additive.
     user_shell: dict[str, Any] | None = None
-    #: The operating system and tool versions (``app.versions.probe_versions``), additive.
+    #: The operating system and tool versions (``app.versions``), additive.
     tool_versions: dict[str, str] | None = None
+    #: The failing output's identifying lines (``report.excerpt.Excerpt.to_json``), additive.
+    failure_excerpt: dict[str, Any] | None = None
 
 
 def build_report(inputs: ReportInputs) -> dict[str, Any]:
@@ -151,6 +153,8 @@ def build_report(inputs: ReportInputs) -> dict[str, Any]:
         report[mode.report_field] = inputs.contract.signature
     if inputs.tool_versions is not None:
         report["tool_versions"] = inputs.tool_versions
+    if inputs.failure_excerpt is not None:
+        report["failure_excerpt"] = inputs.failure_excerpt
     if inputs.contract.identity is not None:
         report["failure_identity"] = inputs.contract.identity.to_json()
     history = ledger.size_history()  # additive: what the report's pictures draw

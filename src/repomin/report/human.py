@@ -21,6 +21,7 @@ from typing import Any
 
 from repomin.failure.contract import FailureSpec
 from repomin.failure.identity import Identity
+from repomin.report.excerpt import fenced, printable
 from repomin.report.picture import RATES_PICTURE, REDUCTION_PICTURE, is_flaky, picture_names
 from repomin.sampling.stats import lower_bound, upper_bound
 from repomin.tree import Tree
@@ -111,8 +112,37 @@ def identity_lines(report: Mapping[str, Any]) -> list[str]:
     recorded = report.get("failure_identity")
     if not isinstance(recorded, Mapping):
         return []
-    lines = Identity.from_json(recorded).describe()
+    lines = [printable(line) for line in Identity.from_json(recorded).describe()]
     return lines or ["nothing recognised in the baseline's output: the contract's options decide"]
+
+
+#: What each ``failure_excerpt.kind`` shows, for ``REPOMIN.md``.
+EXCERPT_KIND_TEXT = {
+    "pytest": "pytest's report of the first failure",
+    "python_traceback": "the end of the Python traceback",
+    "compiler": "the compiler's error",
+    "match": "the lines `--match` matched",
+    "tail": "the output's last lines",
+}
+
+
+def excerpt_block(report: Mapping[str, Any]) -> list[str]:
+    """The failing output's identifying lines (``failure_excerpt``) as a fenced block that no
+    line can close, with a sentence saying where they come from; none without them."""
+    recorded = report.get("failure_excerpt")
+    if not isinstance(recorded, Mapping):
+        return []
+    lines = recorded.get("lines")
+    if not isinstance(lines, list) or not lines:
+        return []
+    what = EXCERPT_KIND_TEXT.get(str(recorded.get("kind")), "lines of the output")
+    return [
+        f"What the original tree's first reproducing run printed ({what}; `failure_excerpt` in "
+        "the report; paths relative to the tree, line numbers the original's):",
+        "",
+        *fenced(lines),
+        "",
+    ]
 
 
 def versions_text(report: Mapping[str, Any]) -> str | None:
@@ -123,7 +153,7 @@ def versions_text(report: Mapping[str, Any]) -> str | None:
     tools = [str(v) for k, v in versions.items() if k != "os"]
     if "os" in versions:
         tools.append(f"OS {versions['os']}")
-    return "; ".join(tools)
+    return printable("; ".join(tools))
 
 
 #: What stopped the search before its fixpoint (``stop_reason``), and the option to raise.
@@ -397,9 +427,10 @@ def render_repomin_md(
 def _identity_section(report: Mapping[str, Any]) -> list[str]:
     lines = identity_lines(report)
     versions = versions_text(report)
-    if not lines and versions is None:
+    excerpt = excerpt_block(report)
+    if not lines and versions is None and not excerpt:
         return []
-    out = ["## The failure", ""]
+    out = ["## The failure", "", *excerpt]
     if lines:
         out += [
             "The identity read from the original tree's runs and pinned for every run since "

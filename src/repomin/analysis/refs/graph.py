@@ -32,7 +32,7 @@ from repomin.analysis.refs.c import CIndex
 from repomin.analysis.refs.context import Context, in_node_modules, is_build_file, is_doc
 from repomin.analysis.refs.java import JavaIndex
 from repomin.analysis.refs.javascript import JavaScriptIndex
-from repomin.analysis.refs.python import PythonIndex
+from repomin.analysis.refs.python import PYTEST_CONFIGS, PythonIndex
 from repomin.analysis.refs.rust import RustIndex
 from repomin.tree import Tree
 
@@ -119,6 +119,8 @@ class RefGraph:
         elif kind == "rust":
             found = self.rust.edges(path)
         name = path.rpartition("/")[2]
+        if name in PYTEST_CONFIGS and self.ctx.is_text(path):
+            found |= self.python.plugin_edges(path)
         if name == "package.json" and self.ctx.is_text(path):
             found |= self.javascript.manifest_edges(path)
         manifest = self.rust.manifest_edges(path) if name == "Cargo.toml" else None

@@ -28,6 +28,10 @@ from repomin.analysis.refs.context import Context
 from repomin.analysis.refs.text import dotted_names, parent
 
 _NAME = re.compile(r"^[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*$")
+#: ``-p name`` / ``-pname`` / ``-p=name`` in a pytest configuration (not ``-p no:name``).
+_PLUGIN = re.compile(r"(?:^|[\s\"'=,\[])-p\s*=?\s*([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)(?![\w:])")
+#: The files pytest reads its configuration from.
+PYTEST_CONFIGS = frozenset({"pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"})
 _TOKEN_IMPORT = re.compile(r"\b(?:import|from)\s+(\.*[\w.]*)")
 _DYNAMIC = frozenset(
     {
@@ -190,6 +194,16 @@ class PythonIndex:
         for literal in literals:
             found |= self.resolve_literal(path, literal)
         found.discard(path)
+        return found
+
+    def plugin_edges(self, path: str) -> set[str]:
+        """The modules a pytest configuration file loads as plugins (``-p name`` in its
+        ``addopts``; ``-p no:name`` disables one and names nothing), with their package chains.
+        Undotted names count here, unlike the dotted names read from any build file."""
+        found: set[str] = set()
+        for name in _PLUGIN.findall(self.ctx.text(path)):
+            for target in self.resolve(name):
+                found |= {target, *self.chain(target)}
         return found
 
     def resolve_literal(self, path: str, literal: str) -> set[str]:

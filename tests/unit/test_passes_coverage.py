@@ -8,8 +8,8 @@ import pytest
 
 from repomin.analysis.trace import TraceResult, trace_opened_files
 from repomin.analysis.v8coverage import FileCoverage
+from repomin.passes.coverage import CoverageCut, never_run_bodies
 from repomin.passes.hints import SearchHints
-from repomin.passes.jscov import CoverageCut, never_run_bodies
 from repomin.runners.host import HostRunner
 from repomin.tree import Tree
 from tests.unit._pass_harness import PredicateProblem, text_tree

@@ -1,21 +1,25 @@
-"""The ``coverage`` pass: empty every JavaScript body the traced run never executed.
+"""The ``coverage`` pass: empty every JavaScript or Python body the traced run never executed.
 
 The trace cut's analogue one level down: the traced run (``repomin.analysis.trace``) also collects
 Node's V8 coverage (``repomin.analysis.v8coverage``: function and block ranges with execution
-counts,
-precise for code that never ran). For every JavaScript file of the incumbent whose content is
+counts, precise for code that never ran) and which Python functions started
+(``repomin.analysis.pycoverage``). For every JavaScript file of the incumbent whose content is
 still the traced one, each maximal ``{...}`` pair inside a range that never ran -- the body of
 a function never called, a branch never taken, a ``catch`` never entered -- is a unit whose
 edit empties it (``{}``: an empty block, function body, object or class body is valid
-wherever the full one was). All units together are one candidate; if the oracle rejects it,
-the learning deletion search (``search.deletion.learning``) splits them, so the result is
-1-minimal over the units for any predicate (the oracle decides; the coverage only shapes proposals).
+wherever the full one was). For every such Python file, the body of each function never called
+is a unit whose edit makes it ``...`` (valid wherever a body is). All units together are one
+candidate; if the oracle rejects it, the learning deletion search (``search.deletion.learning``)
+splits them, so the result is 1-minimal over the units for any predicate (the oracle decides;
+the coverage only shapes proposals).
 
 Files with stale coverage (changed since the trace) are skipped: a later traced run (the
-re-traced cut, after content edits) renews the coverage. Only what the run executed under
-``node`` is covered; without Node, without a host trace log, or when the command set
-``NODE_V8_COVERAGE`` itself, there is no coverage and the pass does nothing. In the ``ordered``
-pass it runs on one file at a time (the others are protected).
+re-traced cut, after content edits) renews the coverage. Only what the run executed is covered:
+without a host trace log (Docker, a cluster), for Node when the command set
+``NODE_V8_COVERAGE`` itself, and for Python processes that skip ``PYTHONPATH`` (``-E``, ``-I``)
+or exit through ``os._exit`` or a signal, there is no coverage of those files and the pass
+leaves them alone. In the ``ordered`` pass it runs on one file at a time (the others are
+protected).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import bisect
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
+from repomin.analysis.pycoverage import FILL
 from repomin.analysis.v8coverage import FileCoverage
 from repomin.passes.hints import SearchHints
 from repomin.passes.jslex import is_js, lex
@@ -92,7 +97,8 @@ class CoverageCut:
             keep = set(remaining)
             changes: dict[str, Entry | None] = {}
             for path, entry in originals.items():
-                edits = [(s, e, b"") for p, s, e in units if p == path and (p, s, e) not in keep]
+                fill = _fill(path)
+                edits = [(s, e, fill) for p, s, e in units if p == path and (p, s, e) not in keep]
                 if edits:
                     changes[path] = entry.with_data(splice(entry.data, edits))
             return tree.with_changes(changes) if changes else tree
@@ -127,21 +133,32 @@ class CoverageCut:
             if (
                 entry is None
                 or not entry.text
-                or not is_js(path)
+                or not (is_js(path) or _is_python(path))
                 or problem.protected(path)
                 or entry.data != record.data
             ):
                 continue
-            if path not in self._bodies:
+            if path not in self._bodies and _is_python(path):
+                self._bodies[path] = [(s, e) for s, e, _ in record.never]  # bodies already
+            elif path not in self._bodies:
                 self._bodies[path] = never_run_bodies(record.data, record.never)
             units += [(path, s, e) for s, e in self._bodies[path]]
         return units
 
 
+def _is_python(path: str) -> bool:
+    return path.endswith(".py")
+
+
+def _fill(path: str) -> bytes:
+    """What a never-run body becomes: ``...`` in Python, nothing inside JavaScript's braces."""
+    return FILL if _is_python(path) else b""
+
+
 def _event(problem: Problem, files: int, units: int) -> None:
     problem.note(
         CoverageCut.name,
-        f"V8 coverage of the traced run: {units} never-run bodies in {files} files",
+        f"coverage of the traced run: {units} never-run bodies in {files} files",
         files=files,
         units=units,
     )

@@ -1,0 +1,249 @@
+"""Which Python functions the traced run called: the Python analogue of Node's V8 coverage.
+
+The traced run (``repomin.analysis.trace``) writes, when its log goes to a host directory (the
+host backend), a ``sitecustomize.py`` into ``<log directory>/pycov`` and puts that directory in
+front of ``PYTHONPATH``. Every Python process of the command that reads ``PYTHONPATH`` (not
+``-E``/``-I``/``-S``, and not when the command sets ``PYTHONPATH`` itself) then imports it at
+start-up. It:
+
+* records each code object the process starts, once: with ``sys.monitoring`` (Python 3.12 and
+  later) a ``PY_START`` callback that disables itself for that code at once, so the cost is one
+  call per function; before 3.12 a global ``sys.settrace`` function that returns ``None`` (no
+  line events), one call per Python call;
+* takes its own directory off ``sys.path`` again and imports the ``sitecustomize`` it shadowed
+  (Debian ships one), so the program sees the path and the start-up it would have seen;
+* writes, when the process exits normally (``atexit``; not ``os._exit``, not a signal), one JSON
+  record: its initial working directory and, per ``co_filename``, the first lines of the code
+  objects that started (``0`` for a module's own code).
+
+:func:`read_pycoverage` maps the records to the tree's ``.py`` files. A file counts as
+*covered* only when some process ran its module code (then that process saw every call into
+it). For a covered file, every ``def`` whose code never started -- its first line is the first
+decorator's, as in ``co_firstlineno`` -- is a never-run function, and its body is a unit the
+``coverage`` pass replaces with ``...`` (``passes.coverage``). Nested definitions are looked at
+only inside functions that ran. A file that does not parse is left out.
+
+Nothing here is evidence: the records are written by the command and only shape *proposals*,
+which the oracle accepts or rejects like any other candidate. Records are read as hostile
+input: regular files only, bounded in size and count, every field type-checked.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from repomin.analysis.v8coverage import FileCoverage
+from repomin.runners.scratch import read_regular
+from repomin.tree import Tree
+
+#: The directory (inside the traced run's private log directory) with the start-up hook and
+#: the records it writes.
+PYCOV_DIR = "pycov"
+#: Records larger than this are skipped; at most :data:`MAX_RECORDS` are read.
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+MAX_RECORDS = 4096
+#: The body that replaces a never-run function's.
+FILL = b"..."
+
+#: The start-up hook (see the module docstring). Only the standard library; no names left in
+#: ``sitecustomize``'s namespace but the chained module's.
+HOOK = '''\
+"""ReproMin's traced run: record which code objects start (removed with the run's log)."""
+
+
+def _repomin_pycov():
+    import atexit
+    import json
+    import os
+    import sys
+    import threading
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        cwd = ""
+    seen = set()
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is not None:
+        for tool in (5, 4, 3):
+            try:
+                monitoring.use_tool_id(tool, "repomin")
+            except ValueError:
+                continue
+
+            def start(code, offset):
+                seen.add(code)
+                return monitoring.DISABLE
+
+            monitoring.register_callback(tool, monitoring.events.PY_START, start)
+            monitoring.set_events(tool, monitoring.events.PY_START)
+            break
+    else:
+
+        def hook(frame, event, arg):
+            seen.add(frame.f_code)
+
+        sys.settrace(hook)
+        threading.settrace(hook)
+
+    def write():
+        files = {}
+        for code in list(seen):
+            line = 0 if code.co_name == "<module>" else code.co_firstlineno
+            files.setdefault(code.co_filename, set()).add(line)
+        record = {"cwd": cwd, "files": {k: sorted(v) for k, v in files.items()}}
+        name = os.path.join(here, "%d-%s" % (os.getpid(), os.urandom(4).hex()))
+        try:
+            with open(name + ".tmp", "w") as out:
+                json.dump(record, out)
+            os.replace(name + ".tmp", name + ".json")
+        except OSError:
+            pass
+
+    atexit.register(write)
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    own = sys.modules.pop("sitecustomize", None)
+    try:
+        import sitecustomize  # noqa: F401  (the one this file shadowed, if any)
+    except ImportError as exc:
+        if exc.name != "sitecustomize":
+            raise
+    finally:
+        if own is not None:
+            sys.modules.setdefault("sitecustomize", own)
+
+
+_repomin_pycov()
+del _repomin_pycov
+'''
+
+
+def install(directory: Path) -> None:
+    """Write the start-up hook into ``directory`` (created; the caller's private log dir)."""
+    directory.mkdir(mode=0o700, exist_ok=True)
+    (directory / "sitecustomize.py").write_text(HOOK, "utf-8")
+
+
+def read_pycoverage(
+    directory: Path, roots: Sequence[str], tree: Tree
+) -> dict[str, FileCoverage] | None:
+    """The never-run function bodies of ``tree``'s covered ``.py`` files (None: no record)."""
+    started = _started(directory, roots, tree)
+    if started is None:
+        return None
+    out: dict[str, FileCoverage] = {}
+    for path, lines in sorted(started.items()):
+        if 0 not in lines:
+            continue  # its module code never ran here: nothing is known about its calls
+        data = tree[path].data
+        bodies = never_run_bodies(data, lines)
+        if bodies is not None:
+            out[path] = FileCoverage(data, tuple((s, e, True) for s, e in bodies))
+    return out
+
+
+def _started(directory: Path, roots: Sequence[str], tree: Tree) -> dict[str, set[int]] | None:
+    """Per tree path, the first lines of the code objects that started in any process."""
+    try:
+        names = sorted(p for p in directory.iterdir() if p.suffix == ".json")[:MAX_RECORDS]
+    except OSError:
+        return None
+    if not names:
+        return None
+    started: dict[str, set[int]] = {}
+    for name in names:
+        data = read_regular(name, MAX_RECORD_BYTES + 1)  # the sample wrote it
+        if data is None or len(data) > MAX_RECORD_BYTES:
+            continue
+        try:
+            record = json.loads(data)
+        except (ValueError, RecursionError):
+            continue
+        for path, lines in _record_files(record, roots, tree):
+            started.setdefault(path, set()).update(lines)
+    return started
+
+
+def _record_files(
+    record: object, roots: Sequence[str], tree: Tree
+) -> Iterable[tuple[str, set[int]]]:
+    if not isinstance(record, dict) or not isinstance(record.get("files"), dict):
+        return
+    cwd = record.get("cwd")
+    base = cwd if isinstance(cwd, str) and cwd.startswith("/") else None
+    for filename, lines in record["files"].items():
+        if not isinstance(filename, str) or not isinstance(lines, list):
+            continue
+        path = _tree_path(filename, base, roots)
+        entry = tree.entries.get(path) if path is not None else None
+        if path is None or entry is None or entry.kind != "file" or not path.endswith(".py"):
+            continue
+        yield path, {n for n in lines if isinstance(n, int) and not isinstance(n, bool)}
+
+
+def _tree_path(filename: str, cwd: str | None, roots: Sequence[str]) -> str | None:
+    if not filename.startswith("/"):
+        if cwd is None or filename.startswith("<"):
+            return None
+        filename = os.path.join(cwd, filename)
+    absolute = os.path.normpath(filename)
+    for root in roots:
+        base = root.rstrip("/") + "/"
+        if absolute.startswith(base):
+            return absolute[len(base) :]
+    return None
+
+
+def never_run_bodies(data: bytes, started: set[int]) -> list[tuple[int, int]] | None:
+    """The byte spans ``[start, end)`` of the bodies of the functions of ``data`` whose code
+    never started (outermost only, sorted); None when ``data`` is not Python that parses."""
+    try:
+        module = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    starts = _line_starts(data)
+    spans: list[tuple[int, int]] = []
+    todo: list[ast.AST] = [module]
+    while todo:
+        node = todo.pop()
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                todo.append(child)
+                continue
+            first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+            if first in started:
+                todo.append(child)
+                continue
+            span = _body_span(child, starts)
+            if span is not None and data[span[0] : span[1]].strip() != FILL:
+                spans.append(span)
+    return sorted(spans)
+
+
+def _line_starts(data: bytes) -> list[int]:
+    starts = [0]
+    at = data.find(b"\n")
+    while at >= 0:
+        starts.append(at + 1)
+        at = data.find(b"\n", at + 1)
+    return starts
+
+
+def _body_span(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, starts: Sequence[int]
+) -> tuple[int, int] | None:
+    """Bytes of ``node``'s body, from its first statement to the end of its last."""
+    first, last = node.body[0], node.body[-1]
+    if last.end_lineno is None or last.end_col_offset is None:
+        return None
+    start = starts[first.lineno - 1] + first.col_offset
+    end = starts[last.end_lineno - 1] + last.end_col_offset
+    return (start, end) if start < end else None
+
+
+__all__ = ["FILL", "HOOK", "PYCOV_DIR", "install", "never_run_bodies", "read_pycoverage"]

@@ -1,0 +1,239 @@
+"""Which Python functions the traced run called: the start-up hook on real interpreters, the
+records read as hostile input, never-run bodies, and the ``coverage`` pass emptying them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from repomin.analysis.pycoverage import (
+    FILL,
+    PYCOV_DIR,
+    install,
+    never_run_bodies,
+    read_pycoverage,
+)
+from repomin.analysis.trace import trace_opened_files, with_python_hook, wrapper_script
+from repomin.passes.coverage import CoverageCut
+from repomin.passes.hints import SearchHints
+from repomin.runners.host import HostRunner
+from repomin.tree import Tree, materialise
+from tests.unit._pass_harness import PredicateProblem, text_tree
+
+LIB = '''\
+import functools
+
+
+def used(x):
+    return helper(x) + 1
+
+
+def helper(x):
+    return x * 2
+
+
+def unused(x):
+    """Never called."""
+    for i in range(x):
+        print(i)
+    return x
+
+
+@functools.lru_cache
+def decorated_unused(x):
+    return x
+
+
+class Thing:
+    def called(self):
+        def inner_never():
+            return 3
+
+        return 1
+
+    def never(self):
+        return {"a": 1, "b": [1, 2, 3]}
+
+    async def never_async(self):
+        await self.never()
+
+    def one_line(self): return 42
+'''
+
+APP = "import lib\n\nprint(lib.used(2), lib.Thing().called())\nraise SystemExit(lib.undefined)\n"
+
+
+def bodies(data: str, started: set[int]) -> list[str]:
+    spans = never_run_bodies(data.encode(), started) or []
+    return [data.encode()[s:e].decode() for s, e in spans]
+
+
+def test_never_run_bodies_are_the_outermost_bodies_of_functions_that_never_started() -> None:
+    # lines where each def's code object starts (decorated: the decorator's line)
+    started = {4, 8, 25}  # used, helper, Thing.called
+    found = bodies(LIB, started)
+    assert found[0].startswith('"""Never called."""') and found[0].endswith("return x")
+    assert "return x" in found[1]  # decorated_unused, keyed by its decorator's line
+    assert "return 3" in found  # a nested function of a function that ran
+    assert 'return {"a": 1, "b": [1, 2, 3]}' in found
+    assert "await self.never()" in found
+    assert "return 42" in found  # a body on the def's own line
+    assert not any("helper(x) + 1" in b or "x * 2" in b for b in found)
+    assert bodies(LIB, {4, 8, 19, 25}).count("return x") == 0  # decorated_unused started
+    assert bodies(LIB, {4, 8, 20, 25}).count("return x") == 1  # its def line is not the key
+
+
+def test_a_body_that_is_already_the_fill_is_no_unit_and_bad_python_is_no_answer() -> None:
+    assert bodies("def f():\n    ...\n", set()) == []
+    assert never_run_bodies(b"def f(:\n", set()) is None
+    assert never_run_bodies(b"\xff\xfe\x00", set()) is None
+
+
+def _run_hook(tmp: Path, script: str, env_path: str, python: str = sys.executable) -> None:
+    hook = tmp / "log" / PYCOV_DIR
+    hook.parent.mkdir(exist_ok=True)
+    install(hook)
+    (tmp / "proj").mkdir(exist_ok=True)
+    (tmp / "proj" / "main.py").write_text(script)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONPATH"] = env_path.replace("HOOK", str(hook))
+    subprocess.run([python, "main.py"], cwd=tmp / "proj", env=env, check=False, timeout=60)
+
+
+def test_the_hook_records_started_code_and_leaves_sys_path_as_it_was(tmp_path: Path) -> None:
+    script = (
+        "import sys, json\n"
+        "def f():\n    return 1\n"
+        "def g():\n    return 2\n"
+        "f()\n"
+        "print(json.dumps([p for p in sys.path if 'pycov' in p]))\n"
+    )
+    _run_hook(tmp_path, script, "HOOK")
+    records = list((tmp_path / "log" / PYCOV_DIR).glob("*.json"))
+    assert len(records) == 1
+    record = json.loads(records[0].read_text())
+    lines = record["files"][str(tmp_path / "proj" / "main.py")]
+    assert 0 in lines and 2 in lines and 4 not in lines
+    assert record["cwd"] == str(tmp_path / "proj")
+
+
+def test_the_shadowed_sitecustomize_still_runs(tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "sitecustomize.py").write_text("import builtins\nbuiltins.SHADOWED_RAN = True\n")
+    script = "import builtins, sys\nprint(getattr(builtins, 'SHADOWED_RAN', False))\n"
+    script += "open('out', 'w').write(str(getattr(builtins, 'SHADOWED_RAN', False)))\n"
+    _run_hook(tmp_path, script, f"HOOK:{other}")
+    assert (tmp_path / "proj" / "out").read_text() == "True"
+    assert list((tmp_path / "log" / PYCOV_DIR).glob("*.json"))
+
+
+def _other_pythons() -> list[str]:
+    root = Path.home() / ".pyenv" / "versions"
+    found = sorted(str(p / "bin" / "python3") for p in root.glob("3.1[2-9]*"))
+    return [p for p in found if os.access(p, os.X_OK)][:1]
+
+
+@pytest.mark.skipif(not _other_pythons(), reason="no Python 3.12+ (sys.monitoring) installed")
+def test_the_hook_uses_sys_monitoring_where_there_is_one(tmp_path: Path) -> None:
+    script = "def f():\n    return 1\ndef g():\n    return 2\nfor _ in range(3):\n    f()\n"
+    _run_hook(tmp_path, script, "HOOK", python=_other_pythons()[0])
+    (record,) = (tmp_path / "log" / PYCOV_DIR).glob("*.json")
+    lines = json.loads(record.read_text())["files"][str(tmp_path / "proj" / "main.py")]
+    assert sorted(lines) == [0, 1]
+
+
+def test_records_are_hostile_input(tmp_path: Path) -> None:
+    tree = text_tree({"lib.py": LIB, "data.txt": "x"})
+    directory = tmp_path / PYCOV_DIR
+    directory.mkdir()
+    root = "/sample/tree"
+    good = {"cwd": root, "files": {f"{root}/lib.py": [0, 4, 8, 25], "lib.py": [19]}}
+    (directory / "a.json").write_text(json.dumps(good))
+    (directory / "b.json").write_text("{not json")
+    (directory / "c.json").write_text(json.dumps({"files": {f"{root}/lib.py": ["x", True]}}))
+    (directory / "d.json").write_text(json.dumps({"files": {f"{root}/data.txt": [0]}}))
+    (directory / "e.json").write_text(json.dumps({"files": {"/etc/passwd": [0]}}))
+    (directory / "f.json").write_text(json.dumps([1, 2]))
+    os.symlink("/etc/hostname", directory / "g.json")
+    coverage = read_pycoverage(directory, [root], tree)
+    assert coverage is not None and set(coverage) == {"lib.py"}
+    texts = [LIB.encode()[s:e] for s, e, _ in coverage["lib.py"].never]
+    assert not any(b"x * 2" in t for t in texts)  # helper started (line 8)
+    assert b"return x" not in texts  # decorated_unused: a relative name, resolved by cwd
+    assert sum(b"Never called" in t for t in texts) == 1  # unused never started
+    assert read_pycoverage(tmp_path / "missing", [root], tree) is None
+
+
+def test_a_file_whose_module_code_never_ran_is_not_covered(tmp_path: Path) -> None:
+    tree = text_tree({"lib.py": LIB})
+    directory = tmp_path / PYCOV_DIR
+    directory.mkdir()
+    (directory / "a.json").write_text(json.dumps({"files": {"/r/lib.py": [4]}}))
+    assert read_pycoverage(directory, ["/r"], tree) == {}
+
+
+def test_the_commands_own_pythonpath_keeps_the_hook_in_front() -> None:
+    sink = "/tmp/repomin-trace-1-abc"
+    hook = f"{sink}/{PYCOV_DIR}"
+    assert with_python_hook("PYTHONPATH=src python -m pytest", sink) == (
+        f"PYTHONPATH={hook}:src python -m pytest"
+    )
+    assert with_python_hook("cd a && env PYTHONPATH='x y' py t.py", sink) == (
+        f"cd a && env PYTHONPATH={hook}:'x y' py t.py"
+    )
+    assert with_python_hook("PYTHONPATH= python t.py", sink) == "PYTHONPATH= python t.py"
+    assert with_python_hook("MYPYTHONPATH=x python", sink) == "MYPYTHONPATH=x python"
+    assert with_python_hook("PYTHONPATH=x py", "/tmp/a b") == "PYTHONPATH=x py"
+    script = wrapper_script("PYTHONPATH=src py", sink, "tok", ("strace",))
+    assert f'export PYTHONPATH="$__rm_d/{PYCOV_DIR}${{PYTHONPATH:+:$PYTHONPATH}}"' in script
+    assert f"PYTHONPATH={hook}:src py" in script
+    assert "PYCOV" not in wrapper_script("py", None, "tok", ("strace",)).upper()
+
+
+def _trace(tree: Tree, command: str) -> object:
+    runner = HostRunner()
+    try:
+        return trace_opened_files(runner, tree, command, {}, 60, methods=("atime",))
+    finally:
+        runner.close()
+
+
+def test_the_traced_run_collects_python_coverage_on_the_host() -> None:
+    tree = text_tree({"src/lib.py": LIB, "main.py": APP})
+    py = sys.executable
+    trace = _trace(tree, f"PYTHONPATH=src {py} main.py")
+    coverage = getattr(trace, "coverage", None)
+    assert coverage is not None and "src/lib.py" in coverage, getattr(trace, "reason", "")
+    assert "main.py" in coverage
+    texts = [LIB.encode()[s:e] for s, e, _ in coverage["src/lib.py"].never]
+    assert any(b"Never called" in t for t in texts)
+    assert not any(b"x * 2" in t for t in texts)
+
+
+def test_the_pass_empties_never_run_python_bodies_and_keeps_the_same_failure() -> None:
+    tree = text_tree({"src/lib.py": LIB, "main.py": APP})
+    py = sys.executable
+    trace = _trace(tree, f"PYTHONPATH=src {py} main.py")
+
+    def fails(candidate: Tree) -> bool:
+        with tempfile.TemporaryDirectory() as root:
+            materialise(candidate, Path(root))
+            env = {**os.environ, "PYTHONPATH": "src"}
+            run = subprocess.run([py, "main.py"], cwd=root, capture_output=True, env=env)
+        return b"AttributeError: module 'lib' has no attribute 'undefined'" in run.stderr
+
+    assert fails(tree)
+    problem = PredicateProblem(tree, fails)
+    CoverageCut(SearchHints(trace=trace)).run(problem)  # type: ignore[arg-type]
+    assert problem.calls == 1
+    data = problem.current["src/lib.py"].data
+    assert b"Never called" not in data and b"return 42" not in data and b"[1, 2, 3]" not in data
+    assert b"x * 2" in data and data.count(FILL) >= 5
+    compile(data, "lib.py", "exec")
