@@ -1,11 +1,11 @@
 """The pass instances of one reduction, wired to their inputs.
 
 The trace cut gets the first traced run, the references cut the command, the shortcut the
-command and the baseline's failing output, the stack cut that output, the carve pass those and
-the capture run, the semantic pass its client and failure context, and every pass the shared
-search hints (trace and reference-distance priors of the learning deletion search, the
-re-trace callback); then the
-content passes learn what the ordered pass settled and the restart pass what it restarts.
+command and the baseline's failing output, the stack cut and ``alone`` that output, the carve
+pass those and the capture run, the semantic pass its client and failure context, and every
+pass the shared search hints (trace and reference-distance priors of the learning deletion
+search, the re-trace callback); then the content passes learn what the ordered pass settled and
+the restart pass what it restarts.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from repomin.analysis.semantic import SemanticClient, describe_spec, failure_con
 from repomin.analysis.trace import TraceResult
 from repomin.app.options import ReduceOptions
 from repomin.passes import REGISTRY, Pass
+from repomin.passes.alone import AloneCut
 from repomin.passes.carve import Capture, CarveCall
 from repomin.passes.hints import SearchHints, attach
 from repomin.passes.ordered import wrap_unsettled
@@ -53,6 +54,9 @@ def pass_instances(
     stack = StackCut(failures) if "stack" in instances else None
     if stack is not None:
         instances["stack"] = stack
+    alone = AloneCut(failures) if "alone" in instances else None
+    if alone is not None:
+        instances["alone"] = alone
     carve = CarveCall(options.command, failures, capture) if "carve" in instances else None
     if carve is not None:
         instances["carve"] = carve
@@ -62,7 +66,7 @@ def pass_instances(
     attach(instances, hints)
     wrap_unsettled(instances)
     bind_restart(instances)
-    for one in (shortcut, stack, carve):
+    for one in (shortcut, stack, alone, carve):
         if one is not None:
             one.bind(instances)
     return instances

@@ -10,6 +10,7 @@ schedulable.
 
 from __future__ import annotations
 
+from repomin.passes.alone import AloneCut
 from repomin.passes.blocks import DeleteBlocks
 from repomin.passes.brackets import DeleteBrackets
 from repomin.passes.carve import CarveCall
@@ -36,6 +37,7 @@ REGISTRY: dict[str, type[Pass]] = {
     CarveCall.name: CarveCall,
     LoadShortcut.name: LoadShortcut,
     StackCut.name: StackCut,
+    AloneCut.name: AloneCut,
     CoverageCut.name: CoverageCut,
     TraceOrder.name: TraceOrder,
     DeleteFiles.name: DeleteFiles,
@@ -56,7 +58,8 @@ REGISTRY: dict[str, type[Pass]] = {
 #: make a carved entry that needs fewer files look no smaller), the entry point loading the
 #: module whose top-level code failed (``shortcut``, once), the Python files on the failing
 #: stack and what they import (``stack``, once: after ``shortcut``, whose entry may need
-#: fewer files), emptying the JavaScript and Python bodies
+#: fewer files), the other tests of the failing test's file deleted (``alone``, once: after
+#: ``stack``, on the tree it leaves), emptying the JavaScript and Python bodies
 #: the traced run never executed (``coverage``: before ``normalise``, which would make the
 #: coverage of every file it edits stale), comment stripping over every file at once, then
 #: ``ordered`` (the content passes file by file in the traced run's first-open order, each
@@ -71,6 +74,7 @@ DEFAULT_SCHEDULE: tuple[str, ...] = (
     "carve",
     "shortcut",
     "stack",
+    "alone",
     "coverage",
     "normalise",
     "ordered",

@@ -3,10 +3,11 @@ the reference cut (``trace``, ``refs``, when scheduled).
 
 Such edits come from ``ordered`` after every file whose content changed, and from the passes
 that propose once per reduction from the baseline's failing output (``carve``, ``shortcut``,
-``stack``: :class:`FromFailures`) after their accepted candidate. The re-traced run goes where
-the search layer puts it (``problem.later``, owned by the pass that asked: with batch slots in
-the background, its cut proposed when the search settles that pass's work; with one slot at
-once); a trace cut that has not made its first cut yet, and the reference cut, simply run.
+``stack``, ``alone``: :class:`FromFailures`) after their accepted candidate. The re-traced run
+goes where the search layer puts it (``problem.later``, owned by the pass that asked: with batch
+slots in the background, its cut proposed when the search settles that pass's work; with one
+slot at once); a trace cut that has not made its first cut yet, and the reference cut, simply
+run.
 """
 
 from __future__ import annotations
