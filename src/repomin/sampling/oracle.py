@@ -12,7 +12,8 @@ current :class:`~repomin.sampling.policy.SamplingPolicy`:
   (:mod:`repomin.sampling.incumbent`).
 * ``single``  -- one run per candidate, ``P(accept | p) = p``: labelled as giving no
   per-candidate guarantee; the reducer re-checks the incumbent periodically and the policy
-  escalates to ``strict`` at the first inconsistency.
+  escalates at the first inconsistency: to ``fast`` under the payload gate (the default), to
+  ``strict`` otherwise (:meth:`SamplingPolicy.escalate`).
 
 Timeouts, resource exhaustion and infrastructure errors never count as a reproduction;
 infrastructure errors are retried a bounded number of times and never become a verdict. Every
@@ -420,7 +421,8 @@ class Oracle:
 
     def check_incumbent(self, tree: Tree, phase: str) -> bool:
         """Single-run mode's consistency check: the incumbent must still reproduce. At the first
-        inconsistency the policy escalates to strict for the rest of the search."""
+        inconsistency the policy escalates (``fast`` when gated, else ``strict``) for the rest
+        of the search."""
         ok = self._probe(tree, phase)
         if not ok:
             self.escalate()
