@@ -31,13 +31,12 @@ input: regular files only, bounded in size and count, every field type-checked.
 from __future__ import annotations
 
 import ast
-import json
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from repomin.analysis.records import json_records, relative_to_roots
 from repomin.analysis.v8coverage import FileCoverage
-from repomin.runners.scratch import read_regular
 from repomin.tree import Tree
 
 #: The directory (inside the traced run's private log directory) with the start-up hook and
@@ -149,21 +148,11 @@ def read_pycoverage(
 
 def _started(directory: Path, roots: Sequence[str], tree: Tree) -> dict[str, set[int]] | None:
     """Per tree path, the first lines of the code objects that started in any process."""
-    try:
-        names = sorted(p for p in directory.iterdir() if p.suffix == ".json")[:MAX_RECORDS]
-    except OSError:
-        return None
-    if not names:
+    records = json_records(directory, MAX_RECORD_BYTES, MAX_RECORDS)
+    if records is None:
         return None
     started: dict[str, set[int]] = {}
-    for name in names:
-        data = read_regular(name, MAX_RECORD_BYTES + 1)  # the sample wrote it
-        if data is None or len(data) > MAX_RECORD_BYTES:
-            continue
-        try:
-            record = json.loads(data)
-        except (ValueError, RecursionError):
-            continue
+    for record in records:
         for path, lines in _record_files(record, roots, tree):
             started.setdefault(path, set()).update(lines)
     return started
@@ -191,12 +180,7 @@ def _tree_path(filename: str, cwd: str | None, roots: Sequence[str]) -> str | No
         if cwd is None or filename.startswith("<"):
             return None
         filename = os.path.join(cwd, filename)
-    absolute = os.path.normpath(filename)
-    for root in roots:
-        base = root.rstrip("/") + "/"
-        if absolute.startswith(base):
-            return absolute[len(base) :]
-    return None
+    return relative_to_roots(filename, roots) or None
 
 
 def never_run_bodies(data: bytes, started: set[int]) -> list[tuple[int, int]] | None:

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from repomin.analysis.pycoverage import PYCOV_DIR, install, read_pycoverage
+from repomin.analysis.records import relative_to_roots
 from repomin.analysis.v8coverage import COVERAGE_DIR, FileCoverage, read_coverage
 from repomin.runners.base import TRACE_SAMPLE_ID, Outcome, Runner, RunRequest
 from repomin.runners.scratch import make_sink, read_regular
@@ -416,7 +417,7 @@ def strace_order(lines: Iterable[bytes], roots: Sequence[str]) -> list[str]:
                 first[absolute] = number
     out: dict[str, int] = {}
     for path, number in sorted(first.items(), key=lambda item: (item[1], item[0])):
-        rel = _relative(os.fsdecode(path), roots)
+        rel = relative_to_roots(os.fsdecode(path), roots)
         if rel is not None and rel not in out:
             out[rel] = number
     return list(out)
@@ -508,16 +509,6 @@ def atime_paths(lines: Iterable[bytes]) -> set[str]:
         if name.startswith("./"):
             out.add(os.path.normpath(name[2:]))
     return out
-
-
-def _relative(path: str, roots: Sequence[str]) -> str | None:
-    norm = os.path.normpath(path)
-    for root in roots:
-        if norm == root:
-            return ""
-        if norm.startswith(root.rstrip("/") + "/"):
-            return norm[len(root.rstrip("/")) + 1 :]
-    return None
 
 
 def _in_tree(paths: Iterable[str], tree: Tree) -> set[str]:

@@ -24,20 +24,20 @@ oracle accepts or rejects like any other candidate.
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from repomin.runners.scratch import read_regular
+from repomin.analysis.records import json_records, relative_to_roots
 from repomin.tree import Tree
 
 #: The directory (inside the traced run's private log directory) Node writes coverage to.
 COVERAGE_DIR = "v8cov"
 #: Coverage files larger than this are skipped (a pathological command; memory bound).
 MAX_FILE_BYTES = 256 * 1024 * 1024
+#: At most this many coverage files are read (one per Node process).
+MAX_FILES = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,21 +53,11 @@ def read_coverage(
     directory: Path, roots: Sequence[str], tree: Tree
 ) -> dict[str, FileCoverage] | None:
     """The coverage of ``tree``'s files in ``directory`` (None when Node wrote none)."""
-    try:
-        names = sorted(p for p in directory.iterdir() if p.suffix == ".json")
-    except OSError:
-        return None
-    if not names:
+    documents = json_records(directory, MAX_FILE_BYTES, MAX_FILES)
+    if documents is None:
         return None
     seen: dict[str, list[set[tuple[int, int, bool]]]] = {}
-    for name in names:
-        data = read_regular(name, MAX_FILE_BYTES + 1)  # the sample wrote it: no links, no FIFOs
-        if data is None or len(data) > MAX_FILE_BYTES:
-            continue
-        try:
-            document = json.loads(data)
-        except (ValueError, RecursionError):
-            continue
+    for document in documents:
         scripts = document.get("result") if isinstance(document, dict) else None
         for path, never in _scripts(scripts if isinstance(scripts, list) else [], roots, tree):
             seen.setdefault(path, []).append(never)
@@ -97,12 +87,7 @@ def _scripts(
 def _tree_path(url: object, roots: Sequence[str]) -> str | None:
     if not isinstance(url, str) or not url.startswith("file://"):
         return None
-    absolute = os.path.normpath(unquote(urlparse(url).path))
-    for root in roots:
-        base = root.rstrip("/") + "/"
-        if absolute.startswith(base):
-            return absolute[len(base) :]
-    return None
+    return relative_to_roots(unquote(urlparse(url).path), roots) or None
 
 
 def never_ran(data: bytes, functions: Sequence[object]) -> set[tuple[int, int, bool]] | None:
