@@ -198,3 +198,27 @@ def test_failure_spec_without_the_optional_exit_code_is_valid() -> None:
     data["failure_spec"]["process_failure"] = True
     data["failure_spec"]["exit_code"] = 3
     assert "failure_spec.process_exit_code" in {p.rule for p in check_report(data)}
+
+
+def test_a_fifo_or_a_directory_is_refused_without_blocking(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "report.json"
+    os.mkfifo(fifo)
+    # the CLI first (a plain read would block forever: the timeout fails the test instead)
+    run = subprocess.run(
+        [sys.executable, "-m", "repomin", "report", "validate", str(fifo)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 2, run.stderr
+    assert "not a regular file" in run.stderr
+    with pytest.raises(ReportLoadError) as info:
+        load_report(fifo)
+    assert info.value.problem.rule == "json.unreadable"
+    assert "not a regular file" in info.value.problem.message
+    with pytest.raises(ReportLoadError):
+        load_report(tmp_path)

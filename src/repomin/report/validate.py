@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -116,15 +118,25 @@ def load_report(path: Path) -> Any:
 
 def read_report(path: Path) -> bytes:
     """The file's bytes, refused (:class:`ReportLoadError`, ``json.unreadable``) when it cannot
-    be read or is larger than 64 MiB -- checked before a byte is read, so that a huge (or
-    sparse) file costs nothing. Certificates are read with the same limit."""
+    be read, is not a regular file (a FIFO or a device would block or never end) or is larger
+    than 64 MiB -- checked on the opened file before a byte is read, so that a huge (or sparse)
+    file costs nothing. Certificates are read with the same limit."""
     try:
-        size = path.stat().st_size
-        if size > MAX_REPORT_BYTES:
-            raise ReportLoadError(
-                Problem("json.unreadable", f"{path}: {size} bytes is larger than 64 MiB")
-            )
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise ReportLoadError(
+                    Problem("json.unreadable", f"{path} is not a regular file: give a file")
+                )
+            if st.st_size > MAX_REPORT_BYTES:
+                raise ReportLoadError(
+                    Problem("json.unreadable", f"{path}: {st.st_size} bytes is larger than 64 MiB")
+                )
+            data = fh.read(MAX_REPORT_BYTES + 1)
+        if len(data) > MAX_REPORT_BYTES:
+            raise ReportLoadError(Problem("json.unreadable", f"{path} grew past 64 MiB"))
+        return data
     except OSError as exc:
         raise ReportLoadError(
             Problem("json.unreadable", f"cannot read {path}: {exc.strerror or exc}")
