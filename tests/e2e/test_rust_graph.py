@@ -77,3 +77,35 @@ def test_refs_cuts_unreachable_rust_files_and_whole_modules(tmp_path: Path) -> N
     accepted = _refs_events(report, "accepted")
     assert any("delete 5 files the reference graph cannot reach: rust 5" in d for d in accepted)
     assert any("`mod net;` in src/lib.rs and the 3 files only it reached" in d for d in accepted)
+
+
+#: Every module is named by other code (no `mod` cut can go alone); rustc's first error is a
+#: dead trait in `src/lib.rs` under `#![deny(warnings)]`.
+TANGLED = {
+    "Cargo.toml": '[package]\nname = "tangled"\nversion = "0.1.0"\nedition = "2021"\n',
+    "src/lib.rs": (
+        "#![deny(warnings)]\n\npub mod net;\npub mod util;\n\npub use crate::net::Client;\n\n"
+        "pub fn api() -> u32 {\n    util::helper() + net::port()\n}\n\n"
+        "mod sealed {\n    pub trait Sealed {}\n}\n"
+    ),
+    "src/net/mod.rs": "pub struct Client;\n\npub fn port() -> u32 {\n    crate::util::helper()\n}\n",
+    "src/util.rs": "pub fn helper() -> u32 {\n    1\n}\n",
+}
+
+
+def test_the_failing_item_alone_is_the_first_rust_cut(tmp_path: Path) -> None:
+    src = write_tree(tmp_path / "crate", TANGLED)
+    out = tmp_path / "out"
+    report = reduce_ok(
+        src, out, "cargo build --offline --quiet", "never used",
+        "--passes", "refs", "--no-trace", "--home", "inherit", "--jobs", "1",
+        final_runs=2,
+    )  # fmt: skip
+    assert _payload(out) == ["Cargo.toml", "src/lib.rs"], json.dumps(report["events"], indent=1)
+    lib = (out / "src/lib.rs").read_text()
+    assert lib.startswith("#![deny(warnings)]") and "trait Sealed" in lib
+    assert "mod net" not in lib and "fn api" not in lib
+    accepted = _refs_events(report, "accepted")
+    assert any("keep only the item of rustc's first error (src/lib.rs:" in d for d in accepted)
+    facets = json.dumps(report["failure_identity"])
+    assert "dead_code" in facets

@@ -47,7 +47,7 @@ def pass_instances(
     if "trace" in instances:
         instances["trace"] = TraceCut(trace)
     if "refs" in instances:
-        instances["refs"] = RefsCut(options.command)
+        instances["refs"] = RefsCut(options.command, failures=failures)
     shortcut = LoadShortcut(options.command, failures) if "shortcut" in instances else None
     if shortcut is not None:
         instances["shortcut"] = shortcut

@@ -6,7 +6,9 @@ of a known language as one candidate; the oracle decides, and a rejection change
 Then the same set is bisected (halves, quarters, ... down to single files, ddmin order) so that
 one file loaded in a way the graph cannot see does not block the rest.
 
-Then, for Rust (:mod:`repomin.analysis.refs.rustcuts`), each ``mod name;`` declaration that
+Then, for Rust, once: the item rustc's first error lies in, alone with its module chain
+(:mod:`repomin.analysis.refs.rustfocus`, from the baseline's failing output), one candidate.
+Then (:mod:`repomin.analysis.refs.rustcuts`) each ``mod name;`` declaration that
 nothing else names is one candidate: the declaration removed with the ``use`` items of its file
 that start at the module, and every file no root reaches after that edit deleted with it (``mod
 uri;`` goes with ``src/uri/``). A file alone cannot go while its ``mod`` line stays (rustc
@@ -28,6 +30,7 @@ from typing import Any, ClassVar
 
 from repomin.analysis.refs import RefGraph
 from repomin.analysis.refs.rustcuts import rust_cuts
+from repomin.analysis.refs.rustfocus import first_error_locations, focus_tree
 from repomin.search.deletion.ddmin import ddmin_delete
 from repomin.search.problem import Problem
 from repomin.tree import Entry, Tree
@@ -42,9 +45,17 @@ class RefsCut:
 
     name: ClassVar[str] = "refs"
 
-    def __init__(self, command: str = "", entry_points: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        command: str = "",
+        entry_points: Sequence[str] = (),
+        failures: Sequence[tuple[str, str]] = (),
+    ) -> None:
         self.command = command
         self.entry_points = tuple(entry_points)
+        #: (output, working directory) of the first reproducing baseline run: rustc's errors.
+        self.failures = tuple(failures)
+        self._focused = False
         self._last: frozenset[str] | None = None
         #: Unreachable files a bisection kept, with the entry they had then.
         self._needed: dict[str, Entry] = {}
@@ -56,6 +67,7 @@ class RefsCut:
 
     def run(self, problem: Problem) -> None:
         self._cut(problem)
+        self._focus(problem)
         self._rust(problem, "mod")
         self._rust(problem, "items")
 
@@ -97,6 +109,18 @@ class RefsCut:
         for p in survivors:
             if p in current:
                 self._needed[p] = current[p]
+
+    def _focus(self, problem: Problem) -> None:
+        """Once: rustc's failing item alone (:mod:`repomin.analysis.refs.rustfocus`)."""
+        if self._focused:
+            return
+        self._focused = True
+        if not any(first_error_locations(output) for output, _ in self.failures):
+            return  # no rustc error: no graph to build
+        graph = self.graph(problem)
+        found = focus_tree(graph, self.failures, problem.protected, self._graph_of(problem))
+        if found is not None:
+            problem.try_first(self.name, iter([found]))
 
     def _rust(self, problem: Problem, kind: str) -> None:
         """Propose the Rust cuts of ``kind`` (``mod`` or ``items``, see
