@@ -88,7 +88,9 @@ TANGLED = {
         "pub fn api() -> u32 {\n    util::helper() + net::port()\n}\n\n"
         "mod sealed {\n    pub trait Sealed {}\n}\n"
     ),
-    "src/net/mod.rs": "pub struct Client;\n\npub fn port() -> u32 {\n    crate::util::helper()\n}\n",
+    "src/net/mod.rs": (
+        "pub struct Client;\n\npub fn port() -> u32 {\n    crate::util::helper()\n}\n"
+    ),
     "src/util.rs": "pub fn helper() -> u32 {\n    1\n}\n",
 }
 
