@@ -1,7 +1,8 @@
 """The learning search's run count on planted k-of-N problems over the whole grid (k = 1..16,
 N/k = 2..256, seeded), against the information bound 3 * k * log2(N / k).
 
-What holds, measured with this code (ARCHITECTURE.md, "Deletion search: run counts"):
+What holds, measured with this code (docs/decisions/2026-12-01-learning-deletion-search.md,
+"Run counts"):
 
 * N/k >= 3: within the bound in every cell and seed tried (the fast test: N <= 256; the slow
   one: the cells up to N = 4096);
