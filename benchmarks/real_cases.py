@@ -12,8 +12,9 @@ at import, in their own tests, and one flaky through hash randomisation), :mod:`
 (old sdists failing under pytest: a project's own suite failing at call time, and a check made
 flaky by the hash seed), :mod:`real_npm`
 (projects with their whole ``node_modules``), :mod:`real_java` (Debian's Java sources compiled
-whole by ``javac``), :mod:`real_c` (Debian's C sources built with their own make/configure) and
-:mod:`real_ts` (``tsc`` from npm). :func:`real_cases` collects them; ``sdist-tornado-4.5.3``
+whole by ``javac``), :mod:`real_c` (Debian's C sources built with their own make/configure),
+:mod:`real_ts` (``tsc`` from npm) and :mod:`real_rust` (a crate of Debian's packaged Rust crates,
+built offline by ``cargo``). :func:`real_cases` collects them; ``sdist-tornado-4.5.3``
 stays in :mod:`cases`, and :func:`suite` is every real case, tornado included.
 
 Every case records its hand-made minimum (``expert``, ``expert_files``, ``expert_bytes``,
@@ -35,6 +36,7 @@ from real_java import CODEC, COMMONS_IO, DRIVER_JAVA, LANG3, java_cases
 from real_npm import APP_JS, NPM_BEFORE, NPM_PACKAGES, build_npm, npm_cases, npm_tree
 from real_pytest import pytest_cases
 from real_python import URLLIB3, python_cases
+from real_rust import rust_cases
 from real_ts import ts_cases
 
 __all__ = [
@@ -74,6 +76,7 @@ def real_cases(cache: Path) -> list[Case]:
         *c_cases(real),
         *java_cases(real),
         *ts_cases(real),
+        *rust_cases(real),
     ]
     first = [c for name in FIRST for c in cases if c.name == name]
     return first + [c for c in cases if c.name not in FIRST]
