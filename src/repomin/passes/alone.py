@@ -310,9 +310,7 @@ class AloneCut(FromFailures):
         if not self.first_run():
             return
         tree = problem.current
-        tests: list[FailingTest] = []
-        for output, workdir in self.failures:
-            tests += [t for t in failing_tests(output, workdir, tree) if t not in tests]
+        tests = self.gather(lambda output, workdir: failing_tests(output, workdir, tree))
         if len(tests) > MAX_TESTS:
             return
         candidate, files, count = alone_tree(tree, tests, problem.protected)

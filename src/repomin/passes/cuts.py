@@ -13,9 +13,12 @@ run.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 from repomin.passes.trace import TraceCut
 from repomin.search.problem import Pass, Problem
+
+T = TypeVar("T")
 
 #: The cuts, in the order they run.
 CUTS: tuple[str, ...] = ("trace", "refs")
@@ -56,9 +59,9 @@ class FromFailures:
         self.done = True
         return True
 
-    def gather(self, read: Callable[[str, str], list[str]]) -> list[str]:
+    def gather(self, read: Callable[[str, str], Sequence[T]]) -> list[T]:
         """What ``read(output, workdir)`` finds in every failing output, each once, in order."""
-        found: list[str] = []
+        found: list[T] = []
         for output, workdir in self.failures:
             found += [item for item in read(output, workdir) if item not in found]
         return found
