@@ -5,9 +5,10 @@ The crate fails one way (``#![deny(warnings)]`` and an unused variable in ``src/
 ``net/`` directory of modules, a ``util`` module, a ``legacy/`` directory no ``mod`` declares,
 and the tests, benches and examples ``cargo build`` never compiles are unrelated. Only ``refs``
 runs (no trace, whose cut of the files the build never opened would leave it nothing): it
-deletes the files no crate root reaches in one candidate, then each ``mod`` line with the files
-only it reaches (``mod net;`` with ``src/net/`` and its ``pub use``). Before the Rust graph a
-``.rs`` file was of unknown kind, never cut: the payload was the whole crate.
+deletes the files no crate root reaches in one candidate, then keeps rustc's failing item alone
+with its module chain (``mod net;`` with ``src/net/`` and its ``pub use`` go, ``mod broken;``
+stays). The ``mod`` cuts on their own are tested in ``tests/unit/test_refs_rust.py``. Before
+the Rust graph a ``.rs`` file was of unknown kind, never cut: the payload was the whole crate.
 
 cargo lives under the user's HOME (rustup): the reduction runs with ``--home inherit``.
 """
@@ -76,7 +77,11 @@ def test_refs_cuts_unreachable_rust_files_and_whole_modules(tmp_path: Path) -> N
     assert (out / "src/lib.rs").read_text() == "#![deny(warnings)]\n\npub mod broken;\n"
     accepted = _refs_events(report, "accepted")
     assert any("delete 5 files the reference graph cannot reach: rust 5" in d for d in accepted)
-    assert any("`mod net;` in src/lib.rs and the 3 files only it reached" in d for d in accepted)
+    # rustc's first error (the unused variable in src/broken.rs) alone with its module chain:
+    # `mod net;`, `mod util;` and the `pub use` go in that one candidate
+    assert any(
+        "keep only the item of rustc's first error (src/broken.rs:" in d for d in accepted
+    ), accepted
 
 
 #: Every module is named by other code (no `mod` cut can go alone); rustc's first error is a
