@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from repomin.analysis.javacoverage import JCOV_DIR, jvm_options, read_javacoverage
 from repomin.analysis.pycoverage import PYCOV_DIR, install, read_pycoverage
 from repomin.analysis.records import relative_to_roots
 from repomin.analysis.v8coverage import COVERAGE_DIR, FileCoverage, read_coverage
@@ -118,6 +119,12 @@ def wrapper_script(command: str, sink: str | None, token: str, methods: Sequence
         if sink
         else ""
     )
+    if sink and shlex.quote(sink) == sink:  # the JVM splits its options at spaces
+        jcov = f"{sink}/{JCOV_DIR}"
+        cover += (
+            f'mkdir -p "{jcov}" && export JDK_JAVA_OPTIONS="{jvm_options(jcov)}'
+            '${JDK_JAVA_OPTIONS:+ $JDK_JAVA_OPTIONS}"\n'
+        )
     script = f"""
 __rm_d={directory}
 mkdir -p "$__rm_d" || exit 125
@@ -269,8 +276,9 @@ def _run_traced(
             roots = _roots(files, outcome.workdir)
             node = read_coverage(Path(sink) / COVERAGE_DIR, roots, tree)
             python = read_pycoverage(Path(sink) / PYCOV_DIR, roots, tree)
-            if node is not None or python is not None:
-                coverage = {**(node or {}), **(python or {})}
+            java = read_javacoverage(Path(sink) / JCOV_DIR, tree)
+            if node is not None or python is not None or java is not None:
+                coverage = {**(node or {}), **(python or {}), **(java or {})}
     finally:
         if sink is not None:
             shutil.rmtree(sink, ignore_errors=True)

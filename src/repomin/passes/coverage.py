@@ -28,6 +28,7 @@ import bisect
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
+from repomin.analysis.javacoverage import FILL as JAVA_FILL
 from repomin.analysis.pycoverage import FILL
 from repomin.analysis.v8coverage import FileCoverage
 from repomin.passes.hints import SearchHints
@@ -133,12 +134,12 @@ class CoverageCut:
             if (
                 entry is None
                 or not entry.text
-                or not (is_js(path) or _is_python(path))
+                or not (is_js(path) or _is_python(path) or _is_java(path))
                 or problem.protected(path)
                 or entry.data != record.data
             ):
                 continue
-            if path not in self._bodies and _is_python(path):
+            if path not in self._bodies and (_is_python(path) or _is_java(path)):
                 self._bodies[path] = [(s, e) for s, e, _ in record.never]  # bodies already
             elif path not in self._bodies:
                 self._bodies[path] = never_run_bodies(record.data, record.never)
@@ -150,8 +151,15 @@ def _is_python(path: str) -> bool:
     return path.endswith(".py")
 
 
+def _is_java(path: str) -> bool:
+    return path.endswith(".java")
+
+
 def _fill(path: str) -> bytes:
-    """What a never-run body becomes: ``...`` in Python, nothing inside JavaScript's braces."""
+    """What a never-run body becomes: ``...`` in Python, ``throw null;`` inside a Java method's
+    braces, nothing inside JavaScript's."""
+    if _is_java(path):
+        return JAVA_FILL
     return FILL if _is_python(path) else b""
 
 
