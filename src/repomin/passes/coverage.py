@@ -1,14 +1,16 @@
-"""The ``coverage`` pass: empty every JavaScript or Python body the traced run never executed.
+"""The ``coverage`` pass: empty every JavaScript, Python or Java body the traced run never ran.
 
 The trace cut's analogue one level down: the traced run (``repomin.analysis.trace``) also collects
 Node's V8 coverage (``repomin.analysis.v8coverage``: function and block ranges with execution
-counts, precise for code that never ran) and which Python functions started
-(``repomin.analysis.pycoverage``). For every JavaScript file of the incumbent whose content is
+counts, precise for code that never ran), which Python functions started
+(``repomin.analysis.pycoverage``) and which Java methods a JVM invoked
+(``repomin.analysis.javacoverage``). For every JavaScript file of the incumbent whose content is
 still the traced one, each maximal ``{...}`` pair inside a range that never ran -- the body of
 a function never called, a branch never taken, a ``catch`` never entered -- is a unit whose
 edit empties it (``{}``: an empty block, function body, object or class body is valid
 wherever the full one was). For every such Python file, the body of each function never called
-is a unit whose edit makes it ``...`` (valid wherever a body is). All units together are one
+is a unit whose edit makes it ``...`` (valid wherever a body is); in a Java file, the inside
+of each method's braces becomes ``throw null;`` (valid whatever the method returns). All units together are one
 candidate; if the oracle rejects it, the learning deletion search (``search.deletion.learning``)
 splits them, so the result is 1-minimal over the units for any predicate (the oracle decides;
 the coverage only shapes proposals).
@@ -17,7 +19,8 @@ Files with stale coverage (changed since the trace) are skipped: a later traced 
 re-traced cut, after content edits) renews the coverage. Only what the run executed is covered:
 without a host trace log (Docker, a cluster), for Node when the command set
 ``NODE_V8_COVERAGE`` itself, and for Python processes that skip ``PYTHONPATH`` (``-E``, ``-I``)
-or exit through ``os._exit`` or a signal, there is no coverage of those files and the pass
+or exit through ``os._exit`` or a signal, for a JVM not started by the ``java`` launcher or
+without HotSpot's touched-method list, there is no coverage of those files and the pass
 leaves them alone. In the ``ordered`` pass it runs on one file at a time (the others are
 protected).
 """
