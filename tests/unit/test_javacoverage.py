@@ -28,8 +28,18 @@ from repomin.runners.host import HostRunner
 from repomin.tree import Tree, materialise
 from tests.unit._pass_harness import PredicateProblem, text_tree
 
+
+def _touched_methods_supported() -> bool:
+    if not (shutil.which("javac") and shutil.which("java")):
+        return False
+    flags = ["-XX:+UnlockDiagnosticVMOptions", "-XX:+LogTouchedMethods", "-version"]
+    probe = subprocess.run(["java", *flags], capture_output=True, timeout=60, check=False)
+    return probe.returncode == 0
+
+
 needs_jdk = pytest.mark.skipif(
-    not (shutil.which("javac") and shutil.which("java")), reason="javac/java not installed"
+    not _touched_methods_supported(),
+    reason="javac/java not installed, or this JVM has no -XX:+LogTouchedMethods",
 )
 
 LIB = """\
