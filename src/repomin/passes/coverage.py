@@ -10,10 +10,10 @@ a function never called, a branch never taken, a ``catch`` never entered -- is a
 edit empties it (``{}``: an empty block, function body, object or class body is valid
 wherever the full one was). For every such Python file, the body of each function never called
 is a unit whose edit makes it ``...`` (valid wherever a body is); in a Java file, the inside
-of each method's braces becomes ``throw null;`` (valid whatever the method returns). All units together are one
-candidate; if the oracle rejects it, the learning deletion search (``search.deletion.learning``)
-splits them, so the result is 1-minimal over the units for any predicate (the oracle decides;
-the coverage only shapes proposals).
+of each method's braces becomes ``throw null;`` (valid whatever the method returns). All units
+together are one candidate; if the oracle rejects it, the learning deletion search
+(``search.deletion.learning``) splits them, so the result is 1-minimal over the units for any
+predicate (the oracle decides; the coverage only shapes proposals).
 
 Files with stale coverage (changed since the trace) are skipped: a later traced run (the
 re-traced cut, after content edits) renews the coverage. Only what the run executed is covered:
