@@ -121,16 +121,13 @@ def descriptor_arity(params: str) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class JavaMethod:
-    """A method with a body: its classes' nesting, name, parameter count, the inside of its
-    body ``[start, end)`` and where its declaration starts (its first modifier, annotation or
-    type parameter; ``end`` is the closing brace's offset)."""
+    """A method with a body: its classes' nesting, name, parameter count and body's inside."""
 
     classes: tuple[str, ...]
     name: str
     arity: int
     start: int
     end: int
-    declaration: int
 
 
 _KEYWORDS = frozenset(
@@ -262,7 +259,6 @@ def java_methods(data: bytes) -> list[JavaMethod] | None:
     # each open brace: ("class", name) | ("enum", name) before its ';' | ("other", "")
     stack: list[tuple[str, str]] = []
     header: list[bytes] = []
-    header_start: int | None = None
     for index, (offset, text) in enumerate(tokens):
         if text == b"{":
             kind = _open(stack, header)
@@ -271,25 +267,23 @@ def java_methods(data: bytes) -> list[JavaMethod] | None:
                 if close is None:
                     return None
                 classes = tuple(name for k, name in stack if k in ("class", "enum", "enumbody"))
-                first = header_start if header_start is not None else offset
-                inside = (offset + 1, tokens[close][0])
-                methods.append(JavaMethod(classes, kind[1], _arity(header), *inside, first))
+                methods.append(
+                    JavaMethod(classes, kind[1], _arity(header), offset + 1, tokens[close][0])
+                )
                 stack.append(("other", ""))
             else:
                 stack.append(kind)
-            header, header_start = [], None
+            header = []
         elif text == b"}":
             if not stack:
                 return None
             stack.pop()
-            header, header_start = [], None
+            header = []
         elif text == b";":
             if stack and stack[-1][0] == "enum":
                 stack[-1] = ("enumbody", stack[-1][1])
-            header, header_start = [], None
+            header = []
         else:
-            if not header:
-                header_start = offset
             header.append(text)
     return methods if not stack else None
 

@@ -13,9 +13,7 @@ is a unit whose edit makes it ``...`` (valid wherever a body is); in a Java file
 of each method's braces becomes ``throw null;`` (valid whatever the method returns). All units
 together are one candidate; if the oracle rejects it, the learning deletion search
 (``search.deletion.learning``) splits them, so the result is 1-minimal over the units for any
-predicate (the oracle decides; the coverage only shapes proposals). In Java files, the methods
-so emptied are then deleted whole, in one candidate split the same way (``javac`` keeps those a
-kept body still calls or an interface demands).
+predicate (the oracle decides; the coverage only shapes proposals).
 
 Files with stale coverage (changed since the trace) are skipped: a later traced run (the
 re-traced cut, after content edits) renews the coverage. Only what the run executed is covered:
@@ -34,7 +32,6 @@ from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from repomin.analysis.javacoverage import FILL as JAVA_FILL
-from repomin.analysis.javacoverage import java_methods
 from repomin.analysis.pycoverage import FILL
 from repomin.analysis.v8coverage import FileCoverage
 from repomin.passes.hints import SearchHints
@@ -119,9 +116,7 @@ class CoverageCut:
             return describe_spans("empty never-run bodies", paths[0], lines)
 
         _event(problem, len(originals), len(units))
-        java = sorted(p for p in originals if _is_java(p))
         if problem.try_first(self.name, [(build([]), describe(units))]) == 0:
-            _delete_java_stubs(problem, self.name, java)
             return
         priors = [
             SURVIVOR_PRIOR if (u[0], t) in self.survived else 1.0 / len(units)
@@ -129,7 +124,6 @@ class CoverageCut:
         ]
         kept = learn_delete(problem, self.name, units, build, describe, priors)
         self.survived.update((u[0], originals[u[0]].data[u[1] : u[2]]) for u in kept)
-        _delete_java_stubs(problem, self.name, java)
 
     def _units(
         self, problem: Problem, tree: Tree, coverage: Mapping[str, FileCoverage]
@@ -154,41 +148,6 @@ class CoverageCut:
                 self._bodies[path] = never_run_bodies(record.data, record.never)
             units += [(path, s, e) for s, e in self._bodies[path]]
         return units
-
-
-def _delete_java_stubs(problem: Problem, phase: str, paths: Sequence[str]) -> None:
-    """Delete whole the Java methods of ``paths`` whose body is only ``throw null;``: one
-    candidate for all, split by the learning search when the compile needs some (a kept body
-    still calls one, or an interface demands it). ``javac`` decides the same way every run."""
-    tree = problem.current
-    units: list[Unit] = []
-    for path in paths:
-        entry = tree.entries.get(path)
-        if entry is None or problem.protected(path):
-            continue
-        for method in java_methods(entry.data) or ():
-            if entry.data[method.start : method.end].strip() == JAVA_FILL:
-                units.append((path, method.declaration, method.end + 1))
-    if not units:
-        return
-
-    def build(remaining: Sequence[Unit]) -> Tree:
-        keep = set(remaining)
-        changes: dict[str, Entry | None] = {}
-        for path in sorted({u[0] for u in units}):
-            entry = tree.entries[path]
-            edits = [(s, e, b"") for p, s, e in units if p == path and (p, s, e) not in keep]
-            if edits:
-                changes[path] = entry.with_data(splice(entry.data, edits))
-        return tree.with_changes(changes) if changes else tree
-
-    def describe(chunk: Sequence[Unit]) -> str:
-        files = {p for p, _, _ in chunk}
-        where = f"{len(files)} files" if len(files) > 1 else next(iter(files))
-        return f"delete {len(chunk)} never-run methods in {where}"
-
-    if problem.try_first(phase, [(build([]), describe(units))]) != 0:
-        learn_delete(problem, phase, units, build, describe)
 
 
 def _is_python(path: str) -> bool:
