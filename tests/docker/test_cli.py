@@ -60,6 +60,10 @@ def containers_of(client: Any, pid: int) -> list[str]:
     return [c["Id"][:12] for c in found]
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("during", ["baseline", "trace"])
 def test_sigint_in_the_baseline_or_trace_exits_130_and_resume_finishes_with_the_limits_recorded(
     client: Any, tmp_path: Path, during: str
@@ -69,7 +73,12 @@ def test_sigint_in_the_baseline_or_trace_exits_130_and_resume_finishes_with_the_
     (src / "slow.txt").write_text("slow\n")
     out = tmp_path / "out"
     session = tmp_path / "out.repomin-session"
-    proc = subprocess.Popen(reduce_cmd(src, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        reduce_cmd(src, out),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=_default_sigint,  # a suite started in the background ignores SIGINT
+    )
     deadline = time.monotonic() + 60
     # The session exists before the baseline; baseline.json appears when the traced run starts.
     marker = session / ("config.json" if during == "baseline" else "baseline.json")

@@ -264,6 +264,13 @@ def test_refusals_before_anything_runs(certified: Certified, tmp_path: Path) -> 
     assert not inside.exists() and not (tmp_path / "c.json").exists()
 
 
+def _default_sigint() -> None:
+    # A suite started in the background (``cmd &``) ignores SIGINT, and an ignored SIGINT is
+    # inherited across exec: Python then never raises KeyboardInterrupt. The replay gets the
+    # default disposition, as from an interactive shell.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 def test_an_interrupted_replay_writes_no_certificate(tmp_path: Path) -> None:
     block, started = tmp_path / "block", tmp_path / "started"
@@ -288,6 +295,7 @@ def test_an_interrupted_replay_writes_no_certificate(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_default_sigint,
     )  # fmt: skip
     deadline = time.monotonic() + 60
     while not started.exists():
