@@ -134,7 +134,10 @@ def test_close_waits_for_a_container_the_engine_is_still_removing(client: Any) -
     label = new_label()
     runner = DockerRunner(image=BUSYBOX, session_label=label, client=client)
     run(runner, "true")
-    cid = runner._all_slots[0].worker.cid
+    slot = runner._all_slots[0]
+    if slot.worker is None:  # the run's worker was recycled (an engine error in a busy suite)
+        slot.worker = runner._start_worker()
+    cid = slot.worker.cid
     real, removed = runner.api, threading.Event()
 
     class Removing:
