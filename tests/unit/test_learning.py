@@ -10,6 +10,7 @@ import math
 import random
 from collections.abc import Callable, Sequence
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -167,14 +168,17 @@ def test_good_priors_save_runs() -> None:
     assert guided.calls < uniform.calls / 2
 
 
-def test_belief_posterior_equals_the_direct_computation() -> None:
+@pytest.mark.parametrize(("miss_one", "miss_group"), [(0.0, 0.0), (0.4, 0.25)])
+def test_belief_posterior_equals_the_direct_computation(miss_one: float, miss_group: float) -> None:
     """Two units cleared, one known needed, one pending group: the posterior of d on the grid
-    is the prior (proportional to d) times the exact likelihood, normalised."""
+    is the prior (proportional to d) times the exact likelihood, normalised -- also when the
+    rejections came from an oracle that misses (a rejection then has likelihood
+    ``1 - (1 - m) * P(all clean)``)."""
     p = [0.1, 0.2, 0.3, 0.05, 0.05, 0.3]
     belief = Belief(p)
     belief.unneeded([0, 1])
-    belief.needed(2)
-    pending = [[3, 4]]
+    belief.needed(2, miss_one)
+    pending: list[tuple[Sequence[int], float]] = [([3, 4], miss_group)]
     total = sum(p)
 
     def q(d: float, i: int) -> float:
@@ -189,7 +193,11 @@ def test_belief_posterior_equals_the_direct_computation() -> None:
         for a, b in zip(dense, sparse, strict=True)
     ]
     weights = [
-        w * (1 - q(d, 0)) * (1 - q(d, 1)) * q(d, 2) * (1 - (1 - q(d, 3)) * (1 - q(d, 4)))
+        w
+        * (1 - q(d, 0))
+        * (1 - q(d, 1))
+        * (1 - (1 - miss_one) * (1 - q(d, 2)))
+        * (1 - (1 - miss_group) * (1 - q(d, 3)) * (1 - q(d, 4)))
         for w, d in zip(prior, belief.d, strict=True)
     ]
     mean = sum(w * d for w, d in zip(weights, belief.d, strict=True)) / sum(weights)

@@ -80,6 +80,10 @@ class Scratch(ProblemDefaults):
         return self._problem.protected(path)
 
     @property
+    def miss_rate(self) -> float:  # decided by the real problem's oracle
+        return self._problem.miss_rate
+
+    @property
     def runs(self) -> int:
         return self._problem.runs
 

@@ -306,6 +306,21 @@ class SamplingPolicy:
             return stats.design(self.theta, alpha, cap, f, True)
         return stats.design(self.theta, alpha, cap, f, False, self.screen_limit)
 
+    def miss_rate(self) -> float:
+        """The probability that the next candidate's test rejects a candidate as good as the
+        incumbent, at the rate of the incumbent chain's recent samples
+        (:meth:`RateEvidence.observed`): 0 for a deterministic or single-run policy. What a
+        rejection says to a search that learns from it (``Problem.miss_rate``); it sizes
+        nothing here and changes no test's size."""
+        if self.rate is None or self.single or self.deterministic:
+            return 0.0
+        rate = self.rate.observed()
+        _, design = self.design_for(self.family + 1)
+        accepted = design.acceptance_probability(rate)
+        if self.family_wise:  # screened: the acceptance is given a passing screen
+            accepted *= 1.0 - (1.0 - rate) ** self.screen_limit
+        return min(1.0, max(0.0, 1.0 - accepted))
+
     def take_index(self) -> tuple[int, SamplingPolicy]:
         """The next family index and the policy that has spent it."""
         index = self.family + 1

@@ -58,6 +58,14 @@ class Problem(Protocol):
         """The accepted trees in order, the source first."""
         ...
 
+    @property
+    def miss_rate(self) -> float:
+        """The probability that ``try_first`` rejects a candidate as good as the incumbent: 0
+        for a deterministic failure (a rejection proves the candidate lost it), more for a
+        flaky one decided on few runs (how much a rejection says, for a search that learns
+        from them)."""
+        ...
+
     def note(self, phase: str, description: str, **fields: Any) -> None:
         """Record an informational event of ``phase`` in the report's event log."""
         ...
@@ -109,8 +117,8 @@ class ProblemDefaults:
     """The optional members of :class:`Problem` for a problem with no oracle of its own.
 
     A subclass provides ``current``, ``protected`` and ``try_first``; here it counts no runs,
-    records no events, has no history but its incumbent, cannot probe, knows no verdict, has
-    nothing to propose after a pass, and does background work at once."""
+    never misses, records no events, has no history but its incumbent, cannot probe, knows no
+    verdict, has nothing to propose after a pass, and does background work at once."""
 
     @property
     def current(self) -> Tree:
@@ -123,6 +131,10 @@ class ProblemDefaults:
     @property
     def history(self) -> Sequence[Tree]:
         return (self.current,)
+
+    @property
+    def miss_rate(self) -> float:
+        return 0.0
 
     def note(self, phase: str, description: str, **fields: Any) -> None:
         return None

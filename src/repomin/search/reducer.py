@@ -161,6 +161,12 @@ class Reduction:
         return self.jobs if self.oracle.policy.single else 1
 
     @property
+    def miss_rate(self) -> float:
+        """How often the oracle rejects a candidate as good as the incumbent
+        (``SamplingPolicy.miss_rate``: 0 for a deterministic failure)."""
+        return self.oracle.policy.miss_rate()
+
+    @property
     def chain_width(self) -> int:
         """Candidates of one ``try_first`` call a flaky command keeps in flight (their samples
         share ``jobs`` slots, earlier candidates first: ``lanes.py``), so a search that

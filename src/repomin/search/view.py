@@ -112,6 +112,10 @@ class View:
         return chain_width(self._problem)
 
     @property
+    def miss_rate(self) -> float:
+        return self._problem.miss_rate
+
+    @property
     def runs(self) -> int:
         return self._problem.runs
 

@@ -7,8 +7,15 @@ expected number of needed units -- is unknown. ``d`` has a prior uniform in the 
 are needed), and every observation updates its posterior exactly on the grid:
 
 * a unit deleted by an accepted candidate is unneeded: ``1 - q_i``;
-* a unit known needed (its deletion alone was rejected): ``q_i``;
-* a rejected group not yet resolved: ``1 - prod(1 - q_i)`` (some unit of it is needed).
+* a unit known needed (its deletion alone was rejected): ``q_i + m (1 - q_i)``;
+* a rejected group not yet resolved: ``1 - (1 - m) prod(1 - q_i)`` (some unit of it is
+  needed, or the oracle missed).
+
+``m`` is the oracle's *miss rate* when the test was made: the probability that it rejects a
+candidate as good as the incumbent (0 for a deterministic failure: a rejection proves that some
+unit is needed; about 0.4 for a failure that shows in 6 runs of 10 decided on one run). Without
+it, every miss of a flaky failure would count as a needed unit: the posterior would believe the
+problem dense and test unit by unit.
 
 Groups are sized from the posterior predictive ``P(all of S unneeded)``: the search proposes
 the largest prefix (lowest ``p`` first) whose deletion succeeds with probability at least
@@ -27,6 +34,9 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     Array = npt.NDArray[np.float64]
+
+#: A rejected group still unresolved: its units and the oracle's miss rate when it was tested.
+Rejected = tuple[Sequence[int], float]
 
 #: A unit's probability of being needed stays below this (1 would never be deleted).
 PRIOR_MAX = 0.9
@@ -86,22 +96,24 @@ class Belief:
         if units:
             self.log_post += self._np.log1p(-self._q(units)).sum(axis=1)
 
-    def needed(self, unit: int) -> None:
-        self.log_post += self._np.log(self._q([unit])[:, 0])
+    def needed(self, unit: int, miss: float = 0.0) -> None:
+        """Its deletion alone was rejected by an oracle with miss rate ``miss``."""
+        q = self._q([unit])[:, 0]
+        self.log_post += self._np.log(q + miss * (1.0 - q))
 
-    def _weights(self, pending: Sequence[Sequence[int]]) -> Array:
+    def _weights(self, pending: Sequence[Rejected]) -> Array:
         np = self._np
         log_w = self.log_post.copy()
-        for group in pending:
-            clean = np.log1p(-self._q(group)).sum(axis=1)
+        for group, miss in pending:
+            clean = np.log1p(-self._q(group)).sum(axis=1) + math.log1p(-min(miss, 1 - 1e-12))
             log_w += np.log(-np.expm1(np.minimum(clean, -1e-12)))
         log_w -= log_w.max()
         w = np.exp(log_w)
         return w / w.sum()  # type: ignore[no-any-return]
 
-    def group_size(self, ordered: Sequence[int], pending: Sequence[Sequence[int]]) -> int:
-        """The largest prefix of ``ordered`` whose deletion succeeds with probability >= 1/2
-        under the posterior (at least 1)."""
+    def group_size(self, ordered: Sequence[int], pending: Sequence[Rejected]) -> int:
+        """The largest prefix of ``ordered`` whose units are all unneeded with probability
+        >= 1/2 under the posterior (at least 1)."""
         if len(ordered) <= 1 or self.individual:
             return min(1, len(ordered))
         np = self._np
@@ -111,7 +123,7 @@ class Belief:
         fits = np.nonzero(success >= TARGET)[0]
         return int(fits[-1]) + 1 if len(fits) else 1
 
-    def expected_needed(self, pending: Sequence[Sequence[int]] = ()) -> float:
+    def expected_needed(self, pending: Sequence[Rejected] = ()) -> float:
         """The posterior mean of ``d`` (for tests and the benchmark)."""
         return float(self._weights(pending) @ self.d)
 
@@ -151,18 +163,18 @@ class TieredBelief:
         for t, local in self._split(units).items():
             self.tiers[t].unneeded(local)
 
-    def needed(self, unit: int) -> None:
+    def needed(self, unit: int, miss: float = 0.0) -> None:
         t, j = self.where[unit]
-        self.tiers[t].needed(j)
+        self.tiers[t].needed(j, miss)
 
-    def _local(self, tier: int, pending: Sequence[Sequence[int]]) -> list[list[int]]:
+    def _local(self, tier: int, pending: Sequence[Rejected]) -> list[Rejected]:
         return [
-            [self.where[i][1] for i in g if self.where[i][0] == tier]
-            for g in pending
+            ([self.where[i][1] for i in g if self.where[i][0] == tier], miss)
+            for g, miss in pending
             if g and self.where[g[0]][0] == tier
         ]
 
-    def group_size(self, ordered: Sequence[int], pending: Sequence[Sequence[int]]) -> int:
+    def group_size(self, ordered: Sequence[int], pending: Sequence[Rejected]) -> int:
         """As :meth:`Belief.group_size`, for a prefix inside the tier of ``ordered[0]``."""
         if not ordered:
             return 0
@@ -174,5 +186,5 @@ class TieredBelief:
             same.append(self.where[i][1])
         return self.tiers[tier].group_size(same, self._local(tier, pending))
 
-    def expected_needed(self, pending: Sequence[Sequence[int]] = ()) -> float:
+    def expected_needed(self, pending: Sequence[Rejected] = ()) -> float:
         return sum(b.expected_needed(self._local(t, pending)) for t, b in enumerate(self.tiers))

@@ -78,6 +78,10 @@ class Search(Generic[U]):
         self.order = list(range(len(units)))  # every unit still present
         self.needed: dict[int, str] = {}  # index -> digest it was known needed against
         self.pending: list[Pending] = []
+        #: The oracle's miss rate for the next tests (``Problem.miss_rate``).
+        self.miss = 0.0
+        #: index -> how often its deletion alone was rejected (a flaky oracle's re-check order).
+        self.rejections: dict[int, int] = {}
 
     def copy(self) -> Search[U]:
         """An independent copy of the state (units and priors shared)."""
@@ -85,7 +89,8 @@ class Search(Generic[U]):
         other.belief = self.belief.copy()
         other.order = list(self.order)
         other.needed = dict(self.needed)
-        other.pending = [Pending(list(g.units), g.rejected, g.key) for g in self.pending]
+        other.rejections = dict(self.rejections)
+        other.pending = [Pending(list(g.units), g.rejected, g.key, g.miss) for g in self.pending]
         return other
 
     def step(
@@ -120,7 +125,7 @@ class Search(Generic[U]):
         free = self.undecided()
         slots = width - len(groups)
         hypo = self.belief.copy()
-        pending = [g.units for g in self.pending]
+        pending = [(g.units, g.miss) for g in self.pending]
         fresh: list[Part] = []
 
         def add_fresh(count: int) -> None:
@@ -154,7 +159,7 @@ class Search(Generic[U]):
                 self.p,
                 self.belief.group_size(
                     sorted(g.units, key=lambda i: self.p[i]),
-                    [o.units for o in self.pending if o is not g],
+                    [(o.units, o.miss) for o in self.pending if o is not g],
                 ),
             )
         ] + fresh
@@ -164,6 +169,8 @@ class Search(Generic[U]):
         # needed against an older tree (disjoint from every part; with one slot, only when
         # nothing else is left).
         stale = [i for i in self.order if self.needed.get(i, digest) != digest]
+        if self.miss > 0:  # the likeliest misses first: their acceptances stale the rest
+            stale.sort(key=lambda i: self.rejections.get(i, 0))
         return parts + [Part([i]) for i in stale[: width - len(parts)]]
 
     def learn(
@@ -180,9 +187,10 @@ class Search(Generic[U]):
         for part, ok, tree in zip(parts, outcomes, trees, strict=True):
             if ok is False and len(part.units) == 1:
                 self.needed[part.units[0]] = digest
-                self.belief.needed(part.units[0])
+                self.rejections[part.units[0]] = self.rejections.get(part.units[0], 0) + 1
+                self.belief.needed(part.units[0], self.miss)
             elif ok is False:
-                self.pending.append(Pending(list(part.units), tree.digest))
+                self.pending.append(Pending(list(part.units), tree.digest, miss=self.miss))
         self.belief.unneeded(adopted)
         self.remove(adopted)
 
@@ -205,9 +213,10 @@ class Search(Generic[U]):
             exact = rest_digest(part.rest) == source.rejected
             if len(part.rest) == 1:
                 self.needed[part.rest[0]] = digest if exact else ""
-                self.belief.needed(part.rest[0])
+                self.belief.needed(part.rest[0], source.miss)
             else:
-                self.pending.append(Pending(list(part.rest), source.rejected if exact else ""))
+                rejected = source.rejected if exact else ""
+                self.pending.append(Pending(list(part.rest), rejected, miss=source.miss))
 
     def remove(self, gone: Sequence[int]) -> None:
         drop = set(gone)
@@ -252,6 +261,7 @@ def learn_delete(
     run = _Learning(problem, phase, units, build, describe, then, search, width)
     while True:
         digest = problem.current.digest
+        run.search.miss = problem.miss_rate
         parts = run.search.plan(width - 1 if run.narrow and width > 1 else width, digest)
         run.narrow = False
         if not parts:

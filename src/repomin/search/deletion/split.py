@@ -19,12 +19,13 @@ _KEYS = itertools.count()
 
 @dataclass
 class Pending:
-    """A rejected deletion of several units: some unit of it is needed (``rejected``: digest of
-    the rejected tree)."""
+    """A rejected deletion of several units: some unit of it is needed, or the oracle missed
+    (``rejected``: digest of the rejected tree; ``miss``: the oracle's miss rate then)."""
 
     units: list[int]
     rejected: str
     key: int = field(default_factory=lambda: next(_KEYS))  # the same in a copied state
+    miss: float = 0.0
 
 
 @dataclass
