@@ -53,6 +53,10 @@ PRIOR_MIN = 1e-12
 #: Prior of a unit that survived an earlier search of the same pass: tested alone early.
 SURVIVOR_PRIOR = 0.5
 
+#: Under a flaky oracle (miss rate > 0) a unit is known needed after this many rejections of
+#: its deletion alone, the last against the final tree.
+CONFIRM = 2
+
 
 @dataclass
 class SearchStats(Generic[U]):
@@ -169,7 +173,14 @@ class Search(Generic[U]):
         # needed against an older tree (disjoint from every part; with one slot, only when
         # nothing else is left).
         stale = [i for i in self.order if self.needed.get(i, digest) != digest]
-        if self.miss > 0:  # the likeliest misses first: their acceptances stale the rest
+        if self.miss > 0:
+            # A flaky oracle's single rejection may be a miss: confirm it once more; and the
+            # likeliest misses first, since their acceptances make the others stale again.
+            stale += [
+                i
+                for i in self.order
+                if self.needed.get(i) == digest and self.rejections.get(i, 0) < CONFIRM
+            ]
             stale.sort(key=lambda i: self.rejections.get(i, 0))
         return parts + [Part([i]) for i in stale[: width - len(parts)]]
 
