@@ -89,14 +89,6 @@ class RateEvidence:
                 best = max(best, stats.lower_bound(passes, j, SIZING_CONFIDENCE))
         return min(best, 1.0)
 
-    def observed(self) -> float:
-        """The plain rate of the window (the baseline's rate while it is empty): a central
-        estimate, for saying how often a good candidate fails (``SamplingPolicy.miss_rate``),
-        never for sizing a test."""
-        if not self.recent:
-            return self.base
-        return sum(self.recent) / len(self.recent)
-
     def probes_worth_taking(self, power: float, floor: float = 0.0) -> bool:
         """Would ``MAX_PROBES`` more straight passes of the incumbent shorten the screen (sized
         from the estimate, at least ``floor``)? The estimate only grows with passes, so fewer

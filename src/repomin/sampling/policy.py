@@ -308,13 +308,15 @@ class SamplingPolicy:
 
     def miss_rate(self) -> float:
         """The probability that the next candidate's test rejects a candidate as good as the
-        incumbent, at the rate of the incumbent chain's recent samples
-        (:meth:`RateEvidence.observed`): 0 for a deterministic or single-run policy. What a
+        incumbent, at the baseline's rate: 0 for a deterministic or single-run policy. What a
         rejection says to a search that learns from it (``Problem.miss_rate``); it sizes
-        nothing here and changes no test's size."""
+        nothing here and changes no test's size. The baseline's runs are the only unbiased
+        sample of the rate the search has: the incumbent chain's window fills with the passes
+        of accepted verdicts (a one-run screen accepts only 1/1), so its plain rate drifts to 1
+        whatever the failure does."""
         if self.rate is None or self.single or self.deterministic:
             return 0.0
-        rate = self.rate.observed()
+        rate = self.rate.base
         _, design = self.design_for(self.family + 1)
         accepted = design.acceptance_probability(rate)
         if self.family_wise:  # screened: the acceptance is given a passing screen

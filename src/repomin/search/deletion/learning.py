@@ -22,6 +22,15 @@ the unit alone, with the digest of the tree it was tested against). Each round p
 The search ends when every survivor's deletion alone was rejected against the final tree, so
 the result is **1-minimal over the units** for any predicate.
 
+**A flaky oracle.** When a good candidate can be rejected (``Problem.miss_rate`` m > 0: a
+failure that shows in 6 runs of 10, decided on one run, misses 4 times in 10), a rejection is
+weighed as what it is: the belief's likelihood of a rejected group is ``1 - (1 - m) P(clean)``
+(``search.deletion.belief``), so misses do not make the problem look dense and the groups stay
+large. A unit counts as needed only after ``CONFIRM`` rejections of its deletion alone, the last
+against the final tree, and the re-checks go fewest rejections first (the likeliest misses,
+whose acceptances make the others stale again). With m = 0 the search is exactly the
+deterministic one.
+
 **Batches.** A problem that offers ``try_batch`` with ``batch_width`` W > 1 (the reducer, for a
 deterministic command and ``--jobs W``) evaluates the W parts at once and folds every accepted
 one into one new incumbent (``fold.fold_batch``: verified by one more run when it merged
