@@ -224,38 +224,3 @@ def test_property_result_interesting_smaller_and_stable(source: str) -> None:
     second = reduce_in_process(PythonReduce(), first.current, predicate)
     assert second.accepted == []
     assert second.current.digest == first.current.digest
-
-
-def _stubbed_module(stubs: int, needed: int) -> str:
-    """``needed`` real functions the predicate needs, among ``stubs`` functions whose body is
-    ``...`` (what the coverage pass leaves of functions never called)."""
-    parts = []
-    for i in range(stubs + needed):
-        if i % (stubs // needed + 1) == 0 and i // (stubs // needed + 1) < needed:
-            parts.append(f"def real{i}():\n    return {i}\n")
-        else:
-            parts.append(f"def stub{i}(a, b):\n    ...\n")
-    return "\n".join(parts)
-
-
-def test_stubs_go_in_groups_the_real_statements_one_by_one() -> None:
-    """Stubs form their own, lower tier of the priors: 60 stubs and 6 needed functions cost far
-    fewer oracle calls than the same module with ordinary bodies (measured: 21 against 52
-    when this test was written), with the same result."""
-    source = _stubbed_module(60, 6)
-    plain = source.replace("    ...\n", "    return None\n")
-    reals = [line.split("(")[0][4:] for line in source.splitlines() if line.startswith("def real")]
-    assert len(reals) == 6
-
-    def keeps_reals(tree: Tree) -> bool:
-        text = tree.entries["m.py"].data.decode()
-        return all(f"def {name}(" in text for name in reals)
-
-    stubbed = reduce_in_process(PythonReduce(), text_tree({"m.py": source}), keeps_reals)
-    ordinary = reduce_in_process(PythonReduce(), text_tree({"m.py": plain}), keeps_reals)
-    for problem in (stubbed, ordinary):
-        left = problem.current.entries["m.py"].data.decode()
-        assert [ln for ln in left.splitlines() if ln.startswith("def ")] == [
-            f"def {name}():" for name in reals
-        ]
-    assert stubbed.calls * 2 < ordinary.calls

@@ -160,7 +160,7 @@ class _FileReducer:
         if src is None or not bodies:
             return []
         everything, build, _ = self._level(src, bodies)
-        return first_batch(everything, build, k, self.problem.current.digest, _priors(everything))
+        return first_batch(everything, build, k, self.problem.current.digest)
 
     def _level(
         self, src: PySource, bodies: list[tuple[list[Unit], bool]]
@@ -194,8 +194,7 @@ class _FileReducer:
     ) -> None:
         """One learning search over the units of ``bodies`` (:meth:`_level`)."""
         everything, build, describe = self._level(src, bodies)
-        priors = _priors(everything)
-        learn_delete(self.problem, self.phase, everything, build, describe, priors, then=then)
+        learn_delete(self.problem, self.phase, everything, build, describe, then=then)
 
     # -- 2. unwrapping -----------------------------------------------------------------------
 
@@ -303,22 +302,6 @@ class _FileReducer:
             return f"drop imported names {head} from {self.path}"
 
         learn_delete(self.problem, self.phase, names, build, describe)
-
-
-#: How much less likely a stub (a function whose body is ``...``) is needed than another
-#: statement of the same search: its own tier of the learning search's priors, tested in
-#: large groups (the ``coverage`` pass stubs every function the traced run never called).
-STUB_PRIOR = 0.25
-
-
-def _priors(units: Sequence[Unit]) -> list[float] | None:
-    """The learning search's priors for ``units``: stubs below the rest; None (no opinion)
-    when there is no stub or nothing but stubs."""
-    stubs = sum(u.stub for u in units)
-    if not stubs or stubs == len(units):
-        return None
-    base = 1.0 / len(units)
-    return [base * STUB_PRIOR if u.stub else base for u in units]
 
 
 def _keyword(node: ast.stmt) -> str:

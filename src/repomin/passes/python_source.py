@@ -27,9 +27,6 @@ class Unit:
     end: int
     line: int
     indent: bytes
-    #: Only functions whose body is ``...`` (what the ``coverage`` pass makes of a function
-    #: the traced run never called): likely deletable.
-    stub: bool = False
 
 
 class PySource:
@@ -100,8 +97,7 @@ class PySource:
                 continue
             first = self.first_line(group[0])
             start, end = self.whole_lines(first, group[-1].end_lineno or first)
-            stub = all(_is_stub(stmt) for stmt in group)
-            units.append(Unit(start, end, first, indentation(self.line(first)), stub))
+            units.append(Unit(start, end, first, indentation(self.line(first))))
         return units, fixed
 
     def body_at(self, loc: Loc) -> list[ast.stmt] | None:
@@ -127,17 +123,6 @@ class PySource:
             and isinstance(body[0], ast.If)
             and self.line(body[0].lineno).lstrip().startswith(b"elif")
         )
-
-
-def _is_stub(stmt: ast.stmt) -> bool:
-    if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) or len(stmt.body) != 1:
-        return False
-    only = stmt.body[0]
-    return (
-        isinstance(only, ast.Expr)
-        and isinstance(only.value, ast.Constant)
-        and only.value.value is Ellipsis
-    )
 
 
 def child_locs(body: Sequence[ast.stmt], loc: Loc) -> list[Loc]:

@@ -429,17 +429,11 @@ class _Learning(Generic[U]):
 
 
 def first_batch(
-    units: Sequence[U],
-    build: Callable[[Sequence[U]], Tree],
-    width: int,
-    digest: str,
-    priors: Sequence[float] | None = None,
+    units: Sequence[U], build: Callable[[Sequence[U]], Tree], width: int, digest: str
 ) -> list[Tree]:
-    """The trees of the first batch :func:`learn_delete` (with ``priors``, default ones when
-    None) would propose over ``units`` with ``width`` slots against the incumbent ``digest``
-    (a caller's ``then``)."""
-    n = len(units)
-    search: Search[U] = Search(units, priors if priors is not None else [1.0 / max(1, n)] * n)
+    """The trees of the first batch :func:`learn_delete` (default priors) would propose over
+    ``units`` with ``width`` slots against the incumbent ``digest`` (a caller's ``then``)."""
+    search: Search[U] = Search(units, [1.0 / max(1, len(units))] * len(units))
     trees = []
     for part in search.plan(width, digest):
         gone = set(part.units)
