@@ -7,11 +7,8 @@ everything else in the file keeps its formatting. Per Python file, largest first
    search (:mod:`repomin.search.deletion.learning`; with ``--jobs``, batches of disjoint parts),
    then the bodies of the surviving compound statements (functions, classes, ``if``/``for``/
    ``while``/``with``/``try``/``match``), breadth first. Definitions, imports and docstrings
-   are statements like any other, except that a *stub* (a function whose body is ``...``,
-   which the ``coverage`` pass makes of every function the traced run never called) gets
-   ``STUB_PRIOR`` times the others' prior: the stubs form their own tier of the search and go
-   in groups. A body emptied completely becomes ``pass``. Statements sharing a line
-   (``a; b``, or a body on its header's line) move as one unit or not at all.
+   are statements like any other. A body emptied completely becomes ``pass``. Statements
+   sharing a line (``a; b``, or a body on its header's line) move as one unit or not at all.
 2. **Unwrapping.** A compound statement replaced by its dedented body (``try:``, ``with``,
    ``if``, loops), outermost first.
 3. **Decorators**, with the same search.
