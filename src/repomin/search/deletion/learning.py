@@ -26,10 +26,11 @@ the result is **1-minimal over the units** for any predicate.
 failure that shows in 6 runs of 10, decided on one run, misses 4 times in 10), a rejection is
 weighed as what it is: the belief's likelihood of a rejected group is ``1 - (1 - m) P(clean)``
 (``search.deletion.belief``), so misses do not make the problem look dense and the groups stay
-large. A unit counts as needed only after ``CONFIRM`` rejections of its deletion alone, the last
-against the final tree, and the re-checks go fewest rejections first (the likeliest misses,
-whose acceptances make the others stale again). With m = 0 the search is exactly the
-deterministic one.
+large; and the re-checks of units rejected against an older tree go fewest rejections first
+(the likeliest misses, whose acceptances make the others stale again). A single rejection
+against the final tree still ends a unit's search, as for a deterministic oracle: the driver's
+fixpoint and the re-test of rejected trees give a miss more chances. With m = 0 the search is
+exactly the deterministic one.
 
 **Batches.** A problem that offers ``try_batch`` with ``batch_width`` W > 1 (the reducer, for a
 deterministic command and ``--jobs W``) evaluates the W parts at once and folds every accepted
@@ -61,10 +62,6 @@ PRIOR_MIN = 1e-12
 
 #: Prior of a unit that survived an earlier search of the same pass: tested alone early.
 SURVIVOR_PRIOR = 0.5
-
-#: Under a flaky oracle (miss rate > 0) a unit is known needed after this many rejections of
-#: its deletion alone, the last against the final tree.
-CONFIRM = 2
 
 
 @dataclass
@@ -182,14 +179,7 @@ class Search(Generic[U]):
         # needed against an older tree (disjoint from every part; with one slot, only when
         # nothing else is left).
         stale = [i for i in self.order if self.needed.get(i, digest) != digest]
-        if self.miss > 0:
-            # A flaky oracle's single rejection may be a miss: confirm it once more; and the
-            # likeliest misses first, since their acceptances make the others stale again.
-            stale += [
-                i
-                for i in self.order
-                if self.needed.get(i) == digest and self.rejections.get(i, 0) < CONFIRM
-            ]
+        if self.miss > 0:  # the likeliest misses first: their acceptances stale the rest
             stale.sort(key=lambda i: self.rejections.get(i, 0))
         return parts + [Part([i]) for i in stale[: width - len(parts)]]
 
