@@ -109,8 +109,11 @@ def _fixpoint(n: int, k: int, p: float, told: float, seed: int) -> tuple[int, se
 
 def test_told_the_miss_rate_the_search_costs_far_fewer_runs() -> None:
     """Planted 12-of-150 problems at p = 0.6 (seeds 0-11): told its miss rate of 0.4, the search
-    ends with every needed unit and no more leftovers, in far fewer runs (measured when this
-    test was written: mean 254 runs against 496, one leftover unit in all 12 either way)."""
+    ends with every needed unit in under half the runs (measured when this test was written:
+    mean 229 runs against 496). It leaves a few more unneeded units it missed at their last
+    test (6 against 1 of the 1,656 unneeded units over the 12 seeds): the real reduction's
+    later passes, further fixpoint rounds and the re-test of rejected trees give them more
+    chances."""
     blind, told = [], []
     for seed in range(12):
         needed = {f"u{i:04d}" for i in random.Random(seed).sample(range(150), 12)}
@@ -119,8 +122,8 @@ def test_told_the_miss_rate_the_search_costs_far_fewer_runs() -> None:
         assert needed <= left_told and needed <= left_blind
         blind.append((runs_blind, len(left_blind) - 12))
         told.append((runs_told, len(left_told) - 12))
-    assert statistics.mean(r for r, _ in told) < 0.6 * statistics.mean(r for r, _ in blind)
-    assert sum(x for _, x in told) <= sum(x for _, x in blind) + 1
+    assert statistics.mean(r for r, _ in told) < 0.5 * statistics.mean(r for r, _ in blind)
+    assert sum(x for _, x in told) <= 0.01 * 12 * 138
 
 
 def test_a_wrong_miss_rate_changes_the_cost_never_the_result() -> None:

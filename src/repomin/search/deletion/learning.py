@@ -26,11 +26,11 @@ the result is **1-minimal over the units** for any predicate.
 failure that shows in 6 runs of 10, decided on one run, misses 4 times in 10), a rejection is
 weighed as what it is: the belief's likelihood of a rejected group is ``1 - (1 - m) P(clean)``
 (``search.deletion.belief``), so misses do not make the problem look dense and the groups stay
-large; and the re-checks of units rejected against an older tree go fewest rejections first
-(the likeliest misses, whose acceptances make the others stale again). A single rejection
-against the final tree still ends a unit's search, as for a deterministic oracle: the driver's
-fixpoint and the re-test of rejected trees give a miss more chances. With m = 0 the search is
-exactly the deterministic one.
+large. A unit the search only inferred needed (the untested rest of a split) is tested alone
+once, and the re-checks go fewest rejections first (the likeliest misses, whose acceptances make
+the others stale again). A single rejection against the final tree still ends a unit's search,
+as for a deterministic oracle: the driver's fixpoint and the re-test of rejected trees give a
+miss more chances. With m = 0 the search is exactly the deterministic one.
 
 **Batches.** A problem that offers ``try_batch`` with ``batch_width`` W > 1 (the reducer, for a
 deterministic command and ``--jobs W``) evaluates the W parts at once and folds every accepted
@@ -179,7 +179,13 @@ class Search(Generic[U]):
         # needed against an older tree (disjoint from every part; with one slot, only when
         # nothing else is left).
         stale = [i for i in self.order if self.needed.get(i, digest) != digest]
-        if self.miss > 0:  # the likeliest misses first: their acceptances stale the rest
+        if self.miss > 0:
+            # An inference from a rejection that may have been a miss proves nothing: a unit
+            # inferred needed is tested alone once; and the likeliest misses go first, since
+            # their acceptances make the others stale again.
+            stale += [
+                i for i in self.order if self.needed.get(i) == digest and i not in self.rejections
+            ]
             stale.sort(key=lambda i: self.rejections.get(i, 0))
         return parts + [Part([i]) for i in stale[: width - len(parts)]]
 
