@@ -114,6 +114,7 @@ def test_first_batch_is_what_the_search_proposes_first(n: int, width: int) -> No
     class _First:
         batch_width = width
         current = tree
+        miss_rate = 0.0  # batches: a deterministic command
         first: list[str] | None = None
 
         def protected(self, path: str) -> bool:
@@ -230,6 +231,7 @@ def test_the_learning_search_guesses_only_behind_single_units() -> None:
     class _Wide:
         batch_width = 4
         current = tree
+        miss_rate = 0.0  # batches: a deterministic command
 
         def protected(self, path: str) -> bool:
             return False
