@@ -318,12 +318,12 @@ class ClusterRunner:
         if pinned is not None and pinned not in drained:
             restrict = [pinned]
         elif drained:
-            live = [
-                w for w in self._client.scheduler_info(n_workers=-1)["workers"] if w not in drained
-            ]
+            listed = list(self._client.scheduler_info(n_workers=-1)["workers"])
+            live = [w for w in listed if w not in drained]
             if not live:
                 raise InfrastructureError(
-                    f"every Dask worker of {self.address} was drained ("
+                    f"every Dask worker of {self.address} was drained ({len(listed)} listed by "
+                    f"the scheduler, {len(drained)} drained: "
                     f"{'; '.join(sorted(set(self._drained.values())))[:200]})"
                 )
             restrict = live
