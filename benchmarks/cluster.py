@@ -1,4 +1,4 @@
-"""Issue 14 benchmark: one latency-bound reduction on a local Dask cluster of W workers.
+"""Cluster benchmark: one latency-bound reduction on a local Dask cluster of W workers.
 
     PYTHONPATH=src python benchmarks/cluster.py [--workers 1,4,8,16] [--files 2000] [--sleep 1]
 

@@ -1,4 +1,4 @@
-"""Issue 14 benchmark: ``--jobs 1`` against ``--jobs N`` on one benchmark case, side by side.
+"""Parallel-jobs benchmark: ``--jobs 1`` against ``--jobs N`` on one benchmark case, side by side.
 
     PYTHONPATH=src python benchmarks/jobs.py [--case nested-500-det] [--jobs 1,2] [--repeat 3]
                                              [--sleep 0] [--passes ...]

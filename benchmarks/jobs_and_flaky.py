@@ -1,4 +1,4 @@
-"""Issue 6 benchmark: ``--jobs 1`` vs ``--jobs 2`` wall time on one case, and oracle runs per
+"""Jobs/flaky benchmark: ``--jobs 1`` vs ``--jobs 2`` wall time on one case, and oracle runs per
 accepted mutation for a deterministic vs a flaky failure -- measured side by side in one run.
 
     python benchmarks/jobs_and_flaky.py [--files 300] [--sleep 0.05] [--repeat 1]

@@ -1,4 +1,4 @@
-"""False acceptance of issue 12's case through ``execute()`` (in-process), as a table row.
+"""False acceptance of the flaky-deletion case through ``execute()`` (in-process), as a table row.
 
 Runs :func:`tests.montecarlo.run_trials` with the seeds of
 ``tests/unit/test_payload_montecarlo.py`` and prints one JSON line per interruption count:

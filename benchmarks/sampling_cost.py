@@ -1,4 +1,4 @@
-"""Oracle runs per reduction under a sampling policy: the cost side of issue 12's choice.
+"""Oracle runs per reduction under a sampling policy: the cost side of the default sampling.
 
 Runs ``repomin reduce`` (the CLI, in a subprocess, no time cap) on generated benchmark cases
 and prints one JSON line per case and setting: oracle runs in total and in the search, baseline

@@ -1,4 +1,4 @@
-"""Issue 14 benchmark: how busy ``--jobs N`` keeps its slots, sample by sample.
+"""Slot-usage benchmark: how busy ``--jobs N`` keeps its slots, sample by sample.
 
     PYTHONPATH=src python benchmarks/slots.py [--case nested-500-det] [--jobs 2] [--repeat 1]
 

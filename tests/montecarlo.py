@@ -1,6 +1,6 @@
 """Seeded Monte Carlo of whole reductions through ``execute()`` (in-process, no subprocess).
 
-The case of issue 12: a source whose failure reproduces with probability ``rate`` (0.9 by
+The flaky-deletion case: a source whose failure reproduces with probability ``rate`` (0.9 by
 default), where deleting ``bad.txt`` drops the rate to exactly θ (the candidate threshold learnt
 from *this* reduction's baseline, so the deletion is a bad candidate at the boundary, the hardest
 case for the test), deleting ``keep.txt`` drops it to 0, and ``junk*.txt`` are irrelevant

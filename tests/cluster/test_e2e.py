@@ -1,4 +1,4 @@
-"""End-to-end reductions through ``repomin reduce --cluster`` (issue 14's done-when list).
+"""End-to-end reductions through ``repomin reduce --cluster``.
 
 The payload/holdout tests use the shared cluster of ``.ci/run`` (``REPOMIN_TEST_CLUSTER``);
 the fault tests start a private one because they kill its processes.

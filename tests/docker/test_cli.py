@@ -3,7 +3,7 @@ resume, the report.
 
 The command is ReproMin's own CLI in a subprocess, so signals, exit codes and the report are
 exactly what a user gets. The Docker limits are left at their defaults, so the report must
-record them (issue 15).
+record them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Safe limits by default (issue 15): what a worker really gets, and what a runaway sample meets.
+"""Safe limits by default: what a worker really gets, and what a runaway sample meets.
 
 Every test here uses the runner's *defaults* (no ``memory``/``pids_limit``/size given), because
 that is what the limits are for: one runaway sample must not fill the host's RAM or /dev/shm.

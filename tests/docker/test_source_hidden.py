@@ -1,6 +1,6 @@
 """The Docker backend never shows SRC to a sample: the container sees only its own copy of the
 candidate tree, so a command that reaches SRC through its absolute path finds nothing there
-(issue 18; the host backend needs a mount namespace for the same property)."""
+(the host backend needs a mount namespace for the same property)."""
 
 from __future__ import annotations
 

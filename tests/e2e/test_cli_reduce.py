@@ -143,7 +143,7 @@ def test_bad_input_is_exit_2_one_line_nothing_written(
     assert code == 2
     lines = err.strip().splitlines()
     if "did not reproduce" in message:
-        # the first failing baseline run is shown at once (issue 16); the error is still one
+        # the first failing baseline run is shown at once; the error is still one
         # line, the last, and repeats the diagnosis
         assert lines[0].startswith("repomin: baseline run 1 did not reproduce: exit code 0")
         assert "first failing baseline run: exit code 0" in lines[-1]

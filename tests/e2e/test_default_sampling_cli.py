@@ -1,4 +1,5 @@
-"""Issue 12 through the CLI: default options keep a bad deletion out of the exported payload.
+"""Default sampling through the CLI: default options keep a bad deletion out of the exported
+payload.
 
 30 reductions of a tree whose failure reproduces with probability 0.9, where deleting
 ``bad.txt`` drops the rate to exactly θ -- θ as *this* reduction learns it from its baseline

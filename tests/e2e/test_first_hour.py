@@ -1,4 +1,4 @@
-"""The first hour of a new user (issue 16), end to end through the real ``repomin`` process:
+"""The first hour of a new user, end to end through the real ``repomin`` process:
 a wrong set-up is diagnosed at the first baseline run, ignored paths that hide the failure are
 named, the live display moves under a pty, and the summary's commands work."""
 

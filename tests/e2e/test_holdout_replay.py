@@ -1,4 +1,5 @@
-"""Issue 6: a flaky case certifies; the same payload edited to reproduce at ~0.1 is rejected."""
+"""Holdout replay: a flaky case certifies; the same payload edited to reproduce at ~0.1 is
+rejected."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 18 end to end: a flaky failure that slips into a deterministic one is flagged, and
+"""Payload meaning end to end: a flaky failure that slips into a deterministic one is flagged, and
 ``--keep-rate`` keeps it flaky; a command that reaches a visible SRC by its absolute path stops
 the reduction (exit 2) unless ``--allow-src-access``.
 

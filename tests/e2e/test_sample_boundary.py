@@ -1,4 +1,4 @@
-"""Issue 18 end to end: a payload stands alone (samples cannot reach SRC) and no sample
+"""Sample boundary end to end: a payload stands alone (samples cannot reach SRC) and no sample
 outlives ``repomin``."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""``repomin reduce`` starts its live display before the heavy modules load (issue 16: the
-screen was blank for the first seconds): importing the CLI must not import scipy."""
+"""``repomin reduce`` starts its live display before the heavy modules load (else the
+screen stays blank for the first seconds): importing the CLI must not import scipy."""
 
 from __future__ import annotations
 

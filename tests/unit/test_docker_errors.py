@@ -1,4 +1,4 @@
-"""Docker engine errors reach the user as one readable line (issue 15), with no engine needed."""
+"""Docker engine errors reach the user as one readable line, with no engine needed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sizing the screen and the failure budget from the incumbent's own samples (issue 12).
+"""Sizing the screen and the failure budget from the incumbent's own samples.
 
 Exact values of the estimate where it has a closed form (the one-sided Clopper-Pearson bound of
 n straight passes is (1 - c)^(1/n)), the policy's re-sizing and its record, and a seeded Monte
@@ -183,7 +183,7 @@ def _killed_flaky_reduction(options: ReduceOptions) -> tuple[BernoulliRunner, Se
 def test_a_killed_reduction_resumes_with_the_persisted_rate_evidence(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Through ``execute()``: the issue-12 case killed mid-search; the session's last policy
+    """Through ``execute()``: the flaky-deletion case killed mid-search; the session's last policy
     record holds rate evidence beyond the baseline's, and the resumed reduction starts from
     exactly that record (it restores, never re-learns, the sizing state)."""
     src = tmp_path / "src"

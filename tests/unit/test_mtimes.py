@@ -1,4 +1,4 @@
-"""Modification times travel from SRC to every sample and to the payload (issue 16 item 3)."""
+"""Modification times travel from SRC to every sample and to the payload."""
 
 from __future__ import annotations
 

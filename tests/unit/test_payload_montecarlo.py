@@ -1,4 +1,4 @@
-"""Seeded Monte Carlo of whole reductions through ``execute()`` with default options (issue 12).
+"""Seeded Monte Carlo of whole reductions through ``execute()`` with default options.
 
 A source reproducing at 0.9 where deleting one file drops the rate to exactly θ: the exported
 payload may lack that file with probability at most α = 0.05, without and with 1-3 kills at

@@ -1,4 +1,4 @@
-"""The traced run's log names the first access under SRC's absolute path (issue 18)."""
+"""The traced run's log names the first access under SRC's absolute path."""
 
 from __future__ import annotations
 

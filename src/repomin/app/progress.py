@@ -40,7 +40,7 @@ from repomin.tree import Tree
 if TYPE_CHECKING:
     from rich.text import Text
 
-#: Redraws per second of the live line (the issue asks for at least 2).
+#: Redraws per second of the live line (at least 2 for a display that reads as live).
 REFRESH_HZ = 4
 
 #: In a pipe, seconds without a line after which the status line is printed (at most one per
