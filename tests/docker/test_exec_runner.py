@@ -181,8 +181,14 @@ def test_forking_past_the_pids_limit_is_a_resource_exhaustion(any_runner: Any) -
 def test_fork_bomb_until_the_timeout(any_runner: Any) -> None:
     started = time.monotonic()
     # The bomb runs in a subshell (a failed fork is fatal to a shell) while the parent spins
-    # without forking, so the sample reliably lasts until the deadline.
-    bomb = "(b() { b | b & }; b) 2>/dev/null; while :; do :; done"
+    # without forking, so the sample reliably lasts until the deadline. The bomb's processes
+    # ask to be the OOM killer's first choice (raising one's own oom_score_adj needs no
+    # privilege): under the memory limit it once killed the spinning parent after 0.2 s, which
+    # ended the sample as resource-exhausted before its deadline.
+    bomb = (
+        "(echo 1000 > /proc/self/oom_score_adj; b() { b | b & }; b) 2>/dev/null; "
+        "while :; do :; done"
+    )
     outcome = run(any_runner, bomb, timeout=1.0)
     assert outcome.timed_out
     assert time.monotonic() - started < 8.0
