@@ -173,9 +173,12 @@ def test_a_worker_removed_behind_its_back_is_replaced(make_runner: Any) -> None:
     runner = make_runner()
     first = run(runner, "echo one")
     worker = runner._all_slots[0].worker
-    if worker is not None:  # None: the run's worker was recycled already (a busy engine)
-        with contextlib.suppress(NotFound):  # gone already: removed behind its back all the same
-            runner.api.remove_container(worker.cid, force=True)
+    if worker is None:  # the run's worker was judged unhealthy and recycled: start another
+        first = run(runner, "echo one")
+        worker = runner._all_slots[0].worker
+    assert worker is not None, "no worker kept between samples: nothing to remove behind its back"
+    with contextlib.suppress(NotFound):  # gone already: removed behind its back all the same
+        runner.api.remove_container(worker.cid, force=True)
     second = run(runner, "echo two")
     assert second.exit_code == 0 and second.stdout == b"two\n"
     assert second.infrastructure_error is None
