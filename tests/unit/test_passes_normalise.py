@@ -1,4 +1,5 @@
-"""The ``normalise`` pass: comments and blank lines out, per language, batched by ddmin."""
+"""The ``normalise`` pass: comments, blank lines and docstrings out, per language, batched by
+ddmin."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import ast
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from repomin.passes.normalise import Normalise, normalised
+from repomin.passes.normalise import Normalise, normalised, without_docstrings
 from repomin.tree import Tree
 from tests.unit._pass_harness import PredicateProblem, text_tree
 
@@ -111,3 +112,77 @@ def test_refused_file_not_proposed_again_until_it_changes() -> None:
     problem._current = problem.current.replace("b.c", b"int y; // KEEP\n")
     normalise.run(problem)
     assert problem.calls == 2
+
+
+DOCUMENTED = b'''"""Module doc."""
+import os  # c
+
+
+class A:
+    """Class doc
+    on two lines."""
+
+
+class B:
+    "doc"
+    y = 1
+
+    def f(self):
+        """f doc"""
+        return 1
+
+
+def g(): "inline"
+def h():
+    "a"; return 2
+'''
+
+
+def test_docstrings_go_with_their_lines_and_an_empty_body_keeps_pass() -> None:
+    assert without_docstrings(DOCUMENTED) == (
+        b"import os  # c\n\n\nclass A:\n    pass\n\n\nclass B:\n    y = 1\n\n"
+        b"    def f(self):\n        return 1\n\n\n"
+        b'def g(): "inline"\ndef h():\n    "a"; return 2\n'
+    )
+    assert without_docstrings(b"x = 1\n") is None
+    assert without_docstrings(b"def f(:\n") is None
+
+
+def test_docstrings_are_their_own_unit_kept_when_a_program_reads_them() -> None:
+    """A program that prints its ``__doc__`` keeps its docstrings; its comments still go."""
+    source = '"""usage: tool ARGS"""\n# a comment\nprint(__doc__)\n'
+    tree = text_tree({"tool.py": source, "lib.py": '"""lib"""\n# c\nx = 1\n'})
+    problem = PredicateProblem(tree, lambda t: b"usage" in t["tool.py"].data)
+    normalise = Normalise()
+    normalise.run(problem)
+    assert problem.current["tool.py"].data == b'"""usage: tool ARGS"""\nprint(__doc__)\n'
+    assert problem.current["lib.py"].data == b"x = 1\n"
+    before = problem.proposed
+    normalise.run(problem)  # the refused unit is not proposed again
+    assert problem.proposed == before
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=st.lists(st.sampled_from(LINES + ['"""doc"""', "class C:", '    "c"']), max_size=12))
+def test_property_without_docstrings_compiles_and_is_stable(parts: list[str]) -> None:
+    source = ("\n".join(parts) + "\n").encode()
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        return
+    new = without_docstrings(source)
+    if new is None:
+        return
+    assert len(new) < len(source)
+    compile(new, "m.py", "exec")
+    # Only string statements went (and ``pass`` may have come): every other statement stays.
+    def others(data: bytes) -> list[str]:
+        return [
+            type(n).__name__
+            for n in ast.walk(ast.parse(data))
+            if isinstance(n, ast.stmt)
+            and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))
+            and not isinstance(n, ast.Pass)
+        ]
+
+    assert others(new) == others(source)

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -217,11 +218,7 @@ def test_the_traced_run_collects_python_coverage_on_the_host() -> None:
     assert not any(b"x * 2" in t for t in texts)
 
 
-def test_the_pass_empties_never_run_python_bodies_and_keeps_the_same_failure() -> None:
-    tree = text_tree({"src/lib.py": LIB, "main.py": APP})
-    py = sys.executable
-    trace = _trace(tree, f"PYTHONPATH=src {py} main.py")
-
+def _fails(py: str) -> Callable[[Tree], bool]:
     def fails(candidate: Tree) -> bool:
         with tempfile.TemporaryDirectory() as root:
             materialise(candidate, Path(root))
@@ -229,11 +226,44 @@ def test_the_pass_empties_never_run_python_bodies_and_keeps_the_same_failure() -
             run = subprocess.run([py, "main.py"], cwd=root, capture_output=True, env=env)
         return b"AttributeError: module 'lib' has no attribute 'undefined'" in run.stderr
 
+    return fails
+
+
+def test_the_pass_empties_never_run_python_bodies_then_deletes_them_and_keeps_the_failure() -> None:
+    tree = text_tree({"src/lib.py": LIB, "main.py": APP})
+    py = sys.executable
+    trace = _trace(tree, f"PYTHONPATH=src {py} main.py")
+    fails = _fails(py)
     assert fails(tree)
     problem = PredicateProblem(tree, fails)
     CoverageCut(SearchHints(trace=trace)).run(problem)  # type: ignore[arg-type]
-    assert problem.calls == 1
+    assert problem.calls == 2  # emptied, then deleted whole, each in one candidate
     data = problem.current["src/lib.py"].data
     assert b"Never called" not in data and b"return 42" not in data and b"[1, 2, 3]" not in data
-    assert b"x * 2" in data and data.count(FILL) >= 5
+    assert b"x * 2" in data and FILL not in data
+    for gone in (b"def unused", b"decorated_unused", b"lru_cache", b"inner_never", b"async def"):
+        assert gone not in data
+    assert b"def called" in data and b"def helper" in data
     compile(data, "lib.py", "exec")
+
+
+def test_a_never_run_function_still_named_stays_a_stub_and_an_emptied_class_keeps_pass() -> None:
+    lib = (
+        "def used(x):\n    return x\n\n\n"
+        "def named(x):\n    return x + 1\n\n\n"
+        "def other(x):\n    return x + 2\n\n\n"
+        "class Empty:\n    def a(self):\n        return 1\n\n    def b(self):\n        return 2\n\n\n"
+        "TABLE = {'n': named}\n"
+    )
+    tree = text_tree({"src/lib.py": lib, "main.py": APP.replace("lib.Thing().called()", "1")})
+    py = sys.executable
+    trace = _trace(tree, f"PYTHONPATH=src {py} main.py")
+    fails = _fails(py)
+    assert fails(tree)
+    problem = PredicateProblem(tree, fails)
+    CoverageCut(SearchHints(trace=trace)).run(problem)  # type: ignore[arg-type]
+    data = problem.current["src/lib.py"].data
+    assert b"def named(x):\n    ...\n" in data  # deleting it is a NameError: another failure
+    assert b"def other" not in data and b"def a" not in data and b"def b" not in data
+    assert b"class Empty:\n    pass\n" in data
+    assert fails(problem.current)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import ast
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from repomin.analysis.records import json_records, relative_to_roots
@@ -209,6 +210,61 @@ def never_run_bodies(data: bytes, started: set[int]) -> list[tuple[int, int]] | 
     return sorted(spans)
 
 
+@dataclass(frozen=True)
+class Definition:
+    """A never-run function's whole definition: the byte span of its lines (first decorator to
+    the end of the body's last line), the statement list holding it (``block``: an id unique in
+    the file) and that list's length."""
+
+    start: int
+    end: int
+    indent: bytes
+    block: int
+    size: int
+
+
+def never_run_definitions(
+    data: bytes, bodies: Sequence[tuple[int, int]]
+) -> dict[tuple[int, int], Definition]:
+    """For each body span of :func:`never_run_bodies` over ``data``, its function's whole
+    definition (only those that stand on lines of their own); empty when ``data`` does not
+    parse."""
+    try:
+        module = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    starts = _line_starts(data)
+    wanted = set(bodies)
+    out: dict[tuple[int, int], Definition] = {}
+    blocks = 0
+    for node in ast.walk(module):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
+                continue
+            for k, stmt in enumerate(block):
+                if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+                    continue
+                span = _body_span(stmt, starts)
+                if span not in wanted or stmt.end_lineno is None:
+                    continue
+                first = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
+                begin = starts[first - 1]
+                end = starts[stmt.end_lineno] if stmt.end_lineno < len(starts) else len(data)
+                prev_end = block[k - 1].end_lineno if k else None
+                following = block[k + 1].lineno if k + 1 < len(block) else None
+                indent = data[begin : begin + stmt.col_offset]
+                alone = (
+                    not indent.strip()
+                    and (prev_end is None or prev_end < first)
+                    and (following is None or following > stmt.end_lineno)
+                )
+                if alone and span is not None:
+                    out[span] = Definition(begin, end, indent, blocks, len(block))
+            blocks += 1
+    return out
+
+
 def _line_starts(data: bytes) -> list[int]:
     starts = [0]
     at = data.find(b"\n")
@@ -230,4 +286,13 @@ def _body_span(
     return (start, end) if start < end else None
 
 
-__all__ = ["FILL", "HOOK", "PYCOV_DIR", "install", "never_run_bodies", "read_pycoverage"]
+__all__ = [
+    "FILL",
+    "HOOK",
+    "PYCOV_DIR",
+    "Definition",
+    "install",
+    "never_run_bodies",
+    "never_run_definitions",
+    "read_pycoverage",
+]

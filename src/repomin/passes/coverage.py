@@ -15,6 +15,13 @@ together are one candidate; if the oracle rejects it, the learning deletion sear
 (``search.deletion.learning``) splits them, so the result is 1-minimal over the units for any
 predicate (the oracle decides; the coverage only shapes proposals).
 
+A Python function that never ran is seldom needed even as a name, so right after the emptying
+the same search runs once more over the emptied Python functions, this time deleting each
+definition whole (decorators and all, whole lines; a statement list left empty keeps a
+``pass``). What it cannot delete stays a ``...`` stub. (Java's methods stay stubs: ``javac``
+refuses a class whose overridden or called method is gone, and the split then costs a compile
+per method.)
+
 Files with stale coverage (changed since the trace) are skipped: a later traced run (the
 re-traced cut, after content edits) renews the coverage. Only what the run executed is covered:
 without a host trace log (Docker, a cluster), for Node when the command set
@@ -28,15 +35,15 @@ protected).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
 from repomin.analysis.javacoverage import FILL as JAVA_FILL
-from repomin.analysis.pycoverage import FILL
+from repomin.analysis.pycoverage import FILL, Definition, never_run_definitions
 from repomin.analysis.v8coverage import FileCoverage
 from repomin.passes.hints import SearchHints
 from repomin.passes.jslex import is_js, lex
-from repomin.passes.textedit import describe_spans, splice
+from repomin.passes.textedit import compiles, describe_spans, splice
 from repomin.search.deletion.learning import SURVIVOR_PRIOR, learn_delete
 from repomin.search.problem import Problem
 from repomin.tree import Entry, Tree
@@ -117,13 +124,79 @@ class CoverageCut:
 
         _event(problem, len(originals), len(units))
         if problem.try_first(self.name, [(build([]), describe(units))]) == 0:
+            kept: list[Unit] = []
+        else:
+            priors = [
+                SURVIVOR_PRIOR if (u[0], t) in self.survived else 1.0 / len(units)
+                for u, t in zip(units, texts, strict=True)
+            ]
+            kept = learn_delete(problem, self.name, units, build, describe, priors)
+            self.survived.update((u[0], originals[u[0]].data[u[1] : u[2]]) for u in kept)
+        self._delete_definitions(problem, originals, units, kept, build)
+
+    def _delete_definitions(
+        self,
+        problem: Problem,
+        originals: Mapping[str, Entry],
+        units: Sequence[Unit],
+        kept: Sequence[Unit],
+        emptied: Callable[[Sequence[Unit]], Tree],
+    ) -> None:
+        """Delete whole the Python functions the emptying emptied (see the module docstring)."""
+        left = emptied(kept)
+        if problem.current.digest != left.digest:
+            return  # the incumbent is not what the emptying left (a concurrent acceptance)
+        keep = set(kept)
+        defs: dict[Unit, Definition] = {}
+        for path in sorted({u[0] for u in units if _is_python(u[0])}):
+            mine = [(s, e) for p, s, e in units if p == path and (p, s, e) not in keep]
+            found = never_run_definitions(originals[path].data, mine)
+            defs.update({(path, s, e): d for (s, e), d in found.items()})
+        targets = [u for u in units if u in defs]
+        if not targets:
             return
-        priors = [
-            SURVIVOR_PRIOR if (u[0], t) in self.survived else 1.0 / len(units)
-            for u, t in zip(units, texts, strict=True)
-        ]
-        kept = learn_delete(problem, self.name, units, build, describe, priors)
-        self.survived.update((u[0], originals[u[0]].data[u[1] : u[2]]) for u in kept)
+        tree = problem.current
+
+        def build(remaining: Sequence[Unit]) -> Tree:
+            stay = set(remaining)
+            changes: dict[str, Entry | None] = {}
+            for path in {u[0] for u in targets}:
+                gone = [u for u in targets if u[0] == path and u not in stay]
+                if not gone:
+                    continue
+                count: dict[int, int] = {}
+                for u in gone:
+                    count[defs[u].block] = count.get(defs[u].block, 0) + 1
+                edits: list[tuple[int, int, bytes]] = []
+                filled: set[int] = set()
+                for p, s, e in units:
+                    if p != path or (p, s, e) in keep:
+                        continue
+                    d = defs.get((p, s, e))
+                    if d is None or (p, s, e) in stay:
+                        edits.append((s, e, FILL))
+                    elif count[d.block] == d.size and d.block not in filled:
+                        filled.add(d.block)  # the list would be empty: one ``pass`` stays
+                        edits.append((d.start, d.end, d.indent + b"pass\n"))
+                    else:
+                        edits.append((d.start, d.end, b""))
+                changes[path] = originals[path].with_data(splice(originals[path].data, edits))
+            return tree.with_changes(changes) if changes else tree
+
+        def describe(chunk: Sequence[Unit]) -> str:
+            paths = sorted({p for p, _, _ in chunk})
+            if len(paths) > 1:
+                return f"delete {len(chunk)} never-run functions in {len(paths)} files"
+            data = originals[paths[0]].data
+            lines = [data.count(b"\n", 0, defs[u].start) + 1 for u in chunk]
+            return describe_spans("delete never-run functions", paths[0], lines)
+
+        bare = build([])
+        if not all(compiles(bare[path].data, path) for path in {u[0] for u in targets}):
+            return  # a layout the line edits do not cover: the stubs stay
+        if problem.try_first(self.name, [(bare, describe(targets))]) == 0:
+            return
+        learn_delete(problem, self.name, targets, build, describe)
 
     def _units(
         self, problem: Problem, tree: Tree, coverage: Mapping[str, FileCoverage]

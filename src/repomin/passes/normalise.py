@@ -1,23 +1,28 @@
-"""Normalisation: comments and blank lines out, one candidate per file, in batches.
+"""Normalisation: comments, blank lines and docstrings out, in batches over every file.
 
 Only edits that do not change what a program does in the usual case, and only in languages
 whose comments are known exactly:
 
 * Python (via ``tokenize``): comments and blank lines, except a shebang, a coding cookie, and
-  lines inside multi-line strings; the result must compile.
+  lines inside multi-line strings; the result must compile. Separately (its own unit per
+  file), docstrings (via ``ast``): the leading string statement of the module and of every
+  class and function, deleted with its lines when nothing else shares them; a body left empty
+  becomes ``pass``. A docstring is data to a program that reads ``__doc__`` (doctests, help
+  texts): then the oracle rejects the unit and the file keeps its docstrings.
 * C-like languages (the :mod:`~repomin.passes.brackets` lexer): ``//`` and ``/* */`` comments
   and blank lines outside strings.
 * ``#``-comment languages (shell, YAML, TOML, INI, Makefile, Dockerfile, ...): whole-line
   comments (not a first-line shebang or Dockerfile parser directive) and blank lines.
 * JSON: blank lines.
 
-Other files are left alone. Each proposal still goes through the oracle: the files are
-normalised with ddmin, so one candidate normalises every file at once and only a rejection
-splits the batch.
+Other files are left alone. Each proposal still goes through the oracle: the units (a file's
+comments, a Python file's docstrings) are deleted with ddmin, so one candidate normalises
+every file at once and only a rejection splits the batch.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import io
 import re
@@ -71,6 +76,51 @@ def normalised(path: str, data: bytes) -> bytes | None:
     if not ok or new is None or new == data:
         return None
     return new
+
+
+def without_docstrings(data: bytes) -> bytes | None:
+    """Python ``data`` without its docstrings (see the module docstring), or None (no
+    docstring that stands on lines of its own, or ``data`` does not parse)."""
+    try:
+        data.decode("utf-8")  # ``ast`` offsets are UTF-8 byte offsets
+        module = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    lines = data.splitlines(keepends=True)
+    edits: list[tuple[int, int, bytes]] = []  # first line, last line (0-based), replacement
+    for node in ast.walk(module):
+        if not isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        body = node.body
+        doc = body[0] if body else None
+        if not (
+            isinstance(doc, ast.Expr)
+            and isinstance(doc.value, ast.Constant)
+            and isinstance(doc.value.value, str)
+            and doc.end_lineno is not None
+            and doc.end_col_offset is not None
+        ):
+            continue
+        first, last = doc.lineno - 1, doc.end_lineno - 1
+        head = lines[first][: doc.col_offset]
+        tail = lines[last][doc.end_col_offset :]
+        if head.strip() or tail.strip() or (len(body) > 1 and body[1].lineno - 1 <= last):
+            continue  # shares a line with code: left alone
+        if not isinstance(node, ast.Module) and node.lineno - 1 >= first:
+            continue  # on its header's line
+        empty = len(body) == 1 and node is not module
+        fill = head + b"pass" + _ending(lines[last]) if empty else b""
+        edits.append((first, last, fill))
+    if not edits:
+        return None
+    for first, last, fill in sorted(edits, reverse=True):
+        lines[first : last + 1] = [fill] if fill else []
+    new = b"".join(lines)
+    return new if compiles(new) else None
+
+
+def _ending(line: bytes) -> bytes:
+    return line[len(line.rstrip(b"\r\n")) :] or b"\n"
 
 
 def _drop_blank(lines: Sequence[bytes], protected: set[int]) -> bytes:
@@ -163,44 +213,85 @@ def _hash(data: bytes, *, dockerfile: bool) -> bytes:
     return b"".join(out)
 
 
+#: What a unit of the pass drops from one file.
+COMMENTS = "comments and blank lines"
+DOCSTRINGS = "docstrings"
+
+#: A unit: (path, what it drops).
+Unit = tuple[str, str]
+
+
+def _variants(path: str, data: bytes) -> dict[frozenset[str], bytes]:
+    """``data`` with each non-empty set of the droppable kinds dropped (only the valid ones)."""
+    out: dict[frozenset[str], bytes] = {}
+    plain = normalised(path, data)
+    if plain is not None:
+        out[frozenset({COMMENTS})] = plain
+    if not is_python(path, data):
+        return out
+    bare = without_docstrings(data)
+    if bare is None:
+        return out
+    out[frozenset({DOCSTRINGS})] = bare
+    both = normalised(path, bare) if plain is not None else None
+    if both is not None:
+        out[frozenset({COMMENTS, DOCSTRINGS})] = both
+    elif plain is not None:
+        del out[frozenset({DOCSTRINGS})]  # the two must compose: keep the larger-yield one
+    return out
+
+
 class Normalise:
     """The ``normalise`` pass (see the module docstring).
 
-    A file whose normalisation was rejected is not proposed again until its content changes
+    A unit whose deletion was rejected is not proposed again until its file's content changes
     (the fixpoint would otherwise re-test it every round against a slightly different tree).
     """
 
     name: ClassVar[str] = "normalise"
 
     def __init__(self) -> None:
-        self._refused: set[tuple[str, str]] = set()
+        self._refused: set[tuple[str, str, str]] = set()
 
     def run(self, problem: Problem) -> None:
-        targets: dict[str, bytes] = {}
+        variants: dict[str, dict[frozenset[str], bytes]] = {}
+        units: list[Unit] = []
         for path in text_files(problem):
             data = problem.current[path].data
-            if (path, hashlib.sha256(data).hexdigest()) in self._refused:
-                continue
-            new = normalised(path, data)
-            if new is not None:
-                targets[path] = new
-        if not targets:
+            digest = hashlib.sha256(data).hexdigest()
+            found = _variants(path, data)
+            kinds = sorted(
+                {k for ks in found for k in ks}
+                - {k for p, k, d in self._refused if p == path and d == digest}
+            )
+            if kinds:
+                variants[path] = found
+                units += [(path, kind) for kind in kinds]
+        if not units:
             return
-        units = list(targets)
 
-        def build(remaining: Sequence[str]) -> Tree:
+        def build(remaining: Sequence[Unit]) -> Tree:
             keep = set(remaining)
+            dropped: dict[str, set[str]] = {}
+            for unit in units:
+                if unit not in keep:
+                    dropped.setdefault(unit[0], set()).add(unit[1])
             tree = problem.current
-            for path in units:
-                if path not in keep and path in tree:
-                    tree = tree.replace(path, targets[path])
+            for path, kinds in dropped.items():
+                if path in tree:
+                    tree = tree.replace(path, variants[path][frozenset(kinds)])
             return tree
 
-        def describe(chunk: Sequence[str]) -> str:
-            head = ", ".join(chunk[:3]) + (f" and {len(chunk) - 3} more" if len(chunk) > 3 else "")
-            return f"drop comments and blank lines in {head}"
+        def describe(chunk: Sequence[Unit]) -> str:
+            parts = []
+            for kind in (COMMENTS, DOCSTRINGS):
+                paths = [path for path, k in chunk if k == kind]
+                if paths:
+                    more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+                    parts.append(f"{kind} in {', '.join(paths[:3])}{more}")
+            return "drop " + "; ".join(parts)
 
-        for path in ddmin_delete(problem, self.name, units, build, describe):
+        for path, kind in ddmin_delete(problem, self.name, units, build, describe):
             entry = problem.current.entries.get(path)
             if entry is not None:
-                self._refused.add((path, hashlib.sha256(entry.data).hexdigest()))
+                self._refused.add((path, kind, hashlib.sha256(entry.data).hexdigest()))
