@@ -212,15 +212,17 @@ def never_run_bodies(data: bytes, started: set[int]) -> list[tuple[int, int]] | 
 
 @dataclass(frozen=True)
 class Definition:
-    """A never-run function's whole definition: the byte span of its lines (first decorator to
-    the end of the body's last line), the statement list holding it (``block``: an id unique in
-    the file) and that list's length."""
+    """A never-run function's whole definition: its name, the byte span of its lines (first
+    decorator to the end of the body's last line), the statement list holding it (``block``: an
+    id unique in the file) and that list's length."""
 
+    name: str
     start: int
     end: int
     indent: bytes
     block: int
     size: int
+    method: bool
 
 
 def never_run_definitions(
@@ -260,7 +262,15 @@ def never_run_definitions(
                     and (following is None or following > stmt.end_lineno)
                 )
                 if alone and span is not None:
-                    out[span] = Definition(begin, end, indent, blocks, len(block))
+                    out[span] = Definition(
+                        stmt.name,
+                        begin,
+                        end,
+                        indent,
+                        blocks,
+                        len(block),
+                        isinstance(node, ast.ClassDef) and field == "body",
+                    )
             blocks += 1
     return out
 

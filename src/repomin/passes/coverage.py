@@ -15,12 +15,14 @@ together are one candidate; if the oracle rejects it, the learning deletion sear
 (``search.deletion.learning``) splits them, so the result is 1-minimal over the units for any
 predicate (the oracle decides; the coverage only shapes proposals).
 
-A Python function that never ran is seldom needed even as a name, so right after the emptying
-the same search runs once more over the emptied Python functions, this time deleting each
-definition whole (decorators and all, whole lines; a statement list left empty keeps a
-``pass``). What it cannot delete stays a ``...`` stub. (Java's methods stay stubs: ``javac``
-refuses a class whose overridden or called method is gone, and the split then costs a compile
-per method.)
+Right after the emptying, the emptied Python functions whose name occurs nowhere else in the
+tree's Python files (not imported, not referenced, not spelled in a string: once the bodies
+are emptied, a name used only by another never-run body is no longer used) are proposed for
+deletion whole, in one candidate, split by the same search when rejected (decorators and all,
+whole lines; a statement list left empty keeps a ``pass``). A function still named stays a
+``...`` stub for the statement search, which can delete it with its references. (Java's
+methods stay stubs: ``javac`` refuses a class whose overridden or called method is gone, and the
+split then costs a compile per method.)
 
 Files with stale coverage (changed since the trace) are skipped: a later traced run (the
 re-traced cut, after content edits) renews the coverage. Only what the run executed is covered:
@@ -35,6 +37,7 @@ protected).
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
@@ -152,7 +155,8 @@ class CoverageCut:
             mine = [(s, e) for p, s, e in units if p == path and (p, s, e) not in keep]
             found = never_run_definitions(originals[path].data, mine)
             defs.update({(path, s, e): d for (s, e), d in found.items()})
-        targets = [u for u in units if u in defs]
+        named = _named(left, {d.name for d in defs.values() if not d.method})
+        targets = [u for u in units if u in defs and (defs[u].method or not named[defs[u].name])]
         if not targets:
             return
         tree = problem.current
@@ -169,11 +173,12 @@ class CoverageCut:
                     count[defs[u].block] = count.get(defs[u].block, 0) + 1
                 edits: list[tuple[int, int, bytes]] = []
                 filled: set[int] = set()
+                deleted = set(gone)
                 for p, s, e in units:
                     if p != path or (p, s, e) in keep:
                         continue
                     d = defs.get((p, s, e))
-                    if d is None or (p, s, e) in stay:
+                    if d is None or (p, s, e) not in deleted:
                         edits.append((s, e, FILL))
                     elif count[d.block] == d.size and d.block not in filled:
                         filled.add(d.block)  # the list would be empty: one ``pass`` stays
@@ -221,6 +226,27 @@ class CoverageCut:
                 self._bodies[path] = never_run_bodies(record.data, record.never)
             units += [(path, s, e) for s, e in self._bodies[path]]
         return units
+
+
+#: A word, and whether ``def`` precedes it.
+_WORD = re.compile(rb"(\bdef[ \t]+)?\b([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _named(tree: Tree, names: set[str]) -> dict[str, int]:
+    """How often each of ``names`` occurs as a word in ``tree``'s Python files other than right
+    after ``def`` (code, strings and comments alike: a name built or listed in a string
+    counts)."""
+    counts = dict.fromkeys(names, 0)
+    if not names:
+        return counts
+    wanted = {n.encode(): n for n in names}
+    for path, entry in tree.entries.items():
+        if _is_python(path) and entry.kind == "file":
+            for match in _WORD.finditer(entry.data):
+                name = wanted.get(match.group(2))
+                if name is not None and match.group(1) is None:
+                    counts[name] += 1
+    return counts
 
 
 def _is_python(path: str) -> bool:

@@ -110,7 +110,8 @@ def without_docstrings(data: bytes) -> bytes | None:
             continue  # on its header's line
         empty = len(body) == 1 and node is not module
         fill = head + b"pass" + _ending(lines[last]) if empty else b""
-        edits.append((first, last, fill))
+        if len(fill) < sum(len(line) for line in lines[first : last + 1]):
+            edits.append((first, last, fill))
     if not edits:
         return None
     for first, last, fill in sorted(edits, reverse=True):
