@@ -163,7 +163,7 @@ def test_docstrings_are_their_own_unit_kept_when_a_program_reads_them() -> None:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(parts=st.lists(st.sampled_from(LINES + ['"""doc"""', "class C:", '    "c"']), max_size=12))
+@given(parts=st.lists(st.sampled_from([*LINES, '"""doc"""', "class C:", '    "c"']), max_size=12))
 def test_property_without_docstrings_compiles_and_is_stable(parts: list[str]) -> None:
     source = ("\n".join(parts) + "\n").encode()
     try:
@@ -175,6 +175,7 @@ def test_property_without_docstrings_compiles_and_is_stable(parts: list[str]) ->
         return
     assert len(new) < len(source)
     compile(new, "m.py", "exec")
+
     # Only string statements went (and ``pass`` may have come): every other statement stays.
     def others(data: bytes) -> list[str]:
         return [

@@ -252,7 +252,8 @@ def test_a_never_run_function_still_named_stays_a_stub_and_an_emptied_class_keep
         "def used(x):\n    return x\n\n\n"
         "def named(x):\n    return x + 1\n\n\n"
         "def other(x):\n    return x + 2\n\n\n"
-        "class Empty:\n    def a(self):\n        return 1\n\n    def b(self):\n        return 2\n\n\n"
+        "class Empty:\n    def a(self):\n        return 1\n\n"
+        "    def b(self):\n        return 2\n\n\n"
         "TABLE = {'n': named}\n"
     )
     tree = text_tree({"src/lib.py": lib, "main.py": APP.replace("lib.Thing().called()", "1")})
