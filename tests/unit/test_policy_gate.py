@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ from repomin.app.reduce import ReduceOptions, execute
 from repomin.app.session import Session
 from repomin.failure.contract import FailureSpec
 from repomin.report.validate import validate_report
+from repomin.runners.base import Outcome, RunRequest
 from repomin.sampling import stats
 from repomin.sampling.accounting import Ledger
 from repomin.sampling.holdout import HoldoutConfig
@@ -18,6 +21,7 @@ from repomin.sampling.policy import Sampling, SamplingConfig, SamplingPolicy
 from repomin.search.reducer import Reduction
 from repomin.tree import Entry, Tree
 from tests.conftest import FakeRunner, fake_oracle
+from tests.stub_runner import StubRunner
 
 
 def _learn(mode: str = "auto", passes: int = 20, **config: object) -> SamplingPolicy:
@@ -205,3 +209,84 @@ def test_the_check_uses_the_all_pass_lower_bound_in_closed_form() -> None:
         for c in (0.5, 0.9, 0.95, 0.99, 0.999):
             exact = stats.lower_bound(n, n, c)
             assert math.isclose((1.0 - c) ** (1.0 / n), exact, rel_tol=1e-12), (n, c)
+
+
+class _LowerRateRunner(StubRunner):
+    """The source reproduces in 4 runs of 5 (by count, so the baseline is 16/20); a tree
+    without ``junk.txt`` still reproduces, more rarely: its first payload gate sees about 3
+    runs in 8 (above θ, below what the gate sized for the baseline needs), later gates 3 in 4.
+    A tree without ``keep.txt`` never does."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.finals = 0
+        self.lock = threading.Lock()
+
+    def run(self, tree: Tree, request: RunRequest) -> Outcome:
+        with self.lock:
+            self.count += 1
+            final = request.sample_id.startswith("final")
+            self.finals += final
+            if "keep.txt" not in tree:
+                ok = False
+            elif "junk.txt" in tree or not final:
+                ok = self.count % 5 != 0
+            elif self.finals <= FIRST_GATE_MAX:
+                ok = self.finals % 8 in (1, 4, 6)
+            else:
+                ok = self.finals % 4 != 0
+        if ok:
+            return Outcome(exit_code=1, stderr=b"Traceback...\nBUG: reproduced\n")
+        return Outcome(exit_code=0, stdout=b"ok\n")
+
+
+FIRST_GATE_MAX = 60
+
+
+def test_a_failed_gate_above_theta_tests_the_same_tree_again_before_backtracking(
+    tmp_path: Path,
+) -> None:
+    """A flaky payload reproducing less often than the baseline fails its first gate with a
+    rate above θ: the same tree gets a second test sized for that rate, passes it and is
+    exported, with no backtracking; the report validates."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("keep.txt", "junk.txt"):
+        (src / name).write_text(f"{name}\n")
+    options = ReduceOptions(
+        src=src,
+        output=tmp_path / "out",
+        command="fake",
+        user_shell_runs=0,
+        spec=FailureSpec(match="BUG"),
+        schedule=("files",),
+    )
+    runner = _LowerRateRunner()
+    result = execute(options, runner_factory=lambda _: runner)
+    ex = result.report["execution"]
+    policy = SamplingPolicy.learn(SamplingConfig(), 16, 20, stats.lower_bound(16, 20, 0.95))
+    first = [e for e in result.report["events"] if e["phase"] == "final"]
+    assert [e["decision"] for e in first] == ["failed", "info", "passed"], first
+    failed = first[0]
+    assert failed["oracle_passes"] / failed["oracle_runs"] > policy.theta
+    assert failed["oracle_runs"] <= FIRST_GATE_MAX
+    after_one = dataclasses.replace(policy, gates=1)  # sized at the second gate's level
+    second = after_one.second_test_runs(None, failed["oracle_passes"], failed["oracle_runs"])
+    assert second is not None and f"up to {second} runs" in first[1]["description"]
+    assert ex["final_gate_index"] == 2 and ex["final_planned_runs"] == second
+    assert ex["final_validation_passed"] and result.exit_code == 0
+    assert not any("backtracked to" in e["description"] for e in result.report["events"])
+    assert not (tmp_path / "out" / "junk.txt").exists()
+    assert not validate_report(result.report).problems
+
+
+def test_a_second_test_is_sized_for_the_failed_gates_rate_and_only_above_theta() -> None:
+    policy = _learn(passes=16)
+    theta, level = policy.theta, policy.gate_alpha(policy.gates + 1)
+    n = policy.second_test_runs(None, 8, 21)
+    assert n == stats.sized_runs(theta, level, 8 / 21, 0.8, 400)
+    assert n is not None and stats.gate_power(n, theta, level, 8 / 21) >= 0.8
+    assert policy.second_test_runs(None, 6, 21) is None  # 0.29 <= θ = 0.30: backtrack
+    assert policy.second_test_runs(50, 8, 21) is None  # --final-runs: the user's n
+    assert _learn().second_test_runs(None, 8, 10) is None  # deterministic baseline
+    assert _learn(mode="fast", passes=16).second_test_runs(None, 8, 21) is None  # not gated

@@ -40,10 +40,12 @@ def search_and_validate(
     protected: Callable[[str], bool],
 ) -> tuple[ReductionResult, rx.FinalRuns]:
     """Search, then the final test; under the payload gate a failed final test at a search
-    fixpoint escalates single-run sampling to the exact design (θ unchanged), bisects the
-    accepted history for the last tree that passes a fresh exact test, revokes every later one
-    and searches again -- at most ``MAX_GATES`` final tests. When the gate cannot backtrack
-    (budget, interrupt, nothing accepted, gates spent) the last result is returned as is.
+    fixpoint whose own rate is above θ first gets a second test of the same tree, sized for
+    that rate; a failed test without one escalates single-run sampling to the exact design (θ
+    unchanged), bisects the accepted history for the last tree that passes a fresh exact test,
+    revokes every later one and searches again -- at most ``MAX_GATES`` final tests. When the
+    gate cannot backtrack (budget, interrupt, nothing accepted, gates spent) the last result is
+    returned as is.
     A resumed session whose journal ends with a failed gate backtracks before searching."""
     oracle, session = ctx.oracle, baselined.session
     pending = session is not None and ctx.options.resume and session.pending_backtrack()
@@ -54,6 +56,7 @@ def search_and_validate(
     _keep_time_after_search(ctx, baselined)
     searched = stage.search_stage(ctx, baselined, trace, protected)
     searched, final = _validate(ctx, searched, session)
+    tested_twice: str | None = None  # the digest of the tree a second test was spent on
     while (
         not final.passed
         and final.runs
@@ -62,6 +65,11 @@ def search_and_validate(
         and searched.stop_reason in ("fixpoint", "max_rounds")
         and len(searched.history) > 1
     ):
+        runs = None if tested_twice == searched.tree.digest else _second_test_runs(ctx, final)
+        if runs is not None:
+            tested_twice = searched.tree.digest
+            searched, final = _validate(ctx, searched, session, runs)
+            continue
         if session is not None:
             session.record_gate_failure(searched.tree)  # before escalating or backtracking
         baselined = replace(baselined, history=searched.history)
@@ -82,16 +90,37 @@ def _backtrack_after(
     return replace(baselined, initial=failed, backtrack=True)
 
 
+def _second_test_runs(ctx: stage.Context, final: rx.FinalRuns) -> int | None:
+    """A failed gate whose own rate is above θ: the n of a second test of the same tree,
+    announced (None: backtrack now; ``SamplingPolicy.second_test_runs``)."""
+    policy = ctx.oracle.policy
+    runs = policy.second_test_runs(ctx.options.sampling.final_runs, final.passes, final.runs)
+    if runs is None or not _fits(ctx, runs):
+        return None
+    message = (
+        f"payload gate {final.gate} failed at {final.passes}/{final.runs} runs, a rate above "
+        f"θ = {policy.theta:.3g}: the same tree gets a second test of up to {runs} runs "
+        "before any backtracking"
+    )
+    ctx.ledger.event("final", message, decision="info")
+    ctx.progress.notice(message)
+    return runs
+
+
 def _validate(
-    ctx: stage.Context, searched: ReductionResult, session: Session | None
+    ctx: stage.Context,
+    searched: ReductionResult,
+    session: Session | None,
+    runs: int | None = None,
 ) -> tuple[ReductionResult, rx.FinalRuns]:
-    """The final test; an interrupt during it ends the reduction (``interrupted``). Under
-    ``--deadline`` a final test that does not fit in the time left does not run at all."""
+    """The final test (``runs``: its n when sized by the caller); an interrupt during it ends
+    the reduction (``interrupted``). Under ``--deadline`` a final test that does not fit in
+    the time left does not run at all."""
     _show_search_cut(ctx)
     if not _final_test_fits(ctx, searched):
         return searched, _no_final_test(ctx, searched)
     try:
-        return searched, stage.validate_stage(ctx, searched)
+        return searched, stage.validate_stage(ctx, searched, runs)
     except StopSearch:
         searched = interrupted(ctx, session, searched)
         return searched, stage.validate_stage(ctx, searched)  # no runs once interrupted
@@ -208,14 +237,9 @@ def _final_test_fits(ctx: stage.Context, searched: ReductionResult) -> bool:
     if deadline is None or searched.stop_reason == "interrupted":
         return True
     planned = ctx.oracle.planned_final_runs()
-    if not planned:
+    if not planned or _fits(ctx, planned):
         return True
-    need = after_search_seconds(
-        mean_run_seconds(ctx), jobs=ctx.options.jobs, final_runs=planned, shell_runs=0,
-        holdout_runs=0,
-    )  # fmt: skip
-    if need <= deadline.left():
-        return True
+    need = _seconds(ctx, planned)
     deadline.cut("final_test")
     ctx.progress.notice(
         f"deadline: no time for the final test ({planned} runs, about {need:.1f} s; "
@@ -223,6 +247,19 @@ def _final_test_fits(ctx: stage.Context, searched: ReductionResult) -> bool:
         "best tree so far is exported WITHOUT a final test (exit 1)"
     )
     return False
+
+
+def _seconds(ctx: stage.Context, runs: int) -> float:
+    return after_search_seconds(
+        mean_run_seconds(ctx), jobs=ctx.options.jobs, final_runs=runs, shell_runs=0,
+        holdout_runs=0,
+    )  # fmt: skip
+
+
+def _fits(ctx: stage.Context, runs: int) -> bool:
+    """Do ``runs`` final runs fit before ``--deadline`` (always without one)?"""
+    deadline = ctx.options.budget.deadline
+    return deadline is None or _seconds(ctx, runs) <= deadline.left()
 
 
 def _no_final_test(ctx: stage.Context, searched: ReductionResult) -> rx.FinalRuns:

@@ -466,18 +466,24 @@ def _on_accept(ctx: Context, session: Session | None, m: Mutation) -> None:
 # -- validate, export, certify ----------------------------------------------------------------
 
 
-def validate_stage(ctx: Context, searched: ReductionResult) -> rx.FinalRuns:
-    """The final test's runs of the accepted tree (none after an interrupt)."""
+def validate_stage(
+    ctx: Context, searched: ReductionResult, runs: int | None = None
+) -> rx.FinalRuns:
+    """The final test's runs of the accepted tree (none after an interrupt); ``runs``: the
+    test's n when the caller sized it (a second test of the same tree, ``gate.py``), never
+    taken from the prefetch."""
     best = searched.tree
     if ctx.timeouts is not None:
         ctx.timeouts.disarm()
     t0 = time.monotonic()
     interrupted = searched.stop_reason == "interrupted"
-    planned = 0 if interrupted else ctx.oracle.planned_final_runs()
+    planned = 0 if interrupted else (runs or ctx.oracle.planned_final_runs())
     ctx.progress.stage("final", planned)
     ctx.progress.update(files=best.file_count, bytes=best.byte_count)
     gate, alpha = ctx.oracle.take_gate() if planned else (None, ctx.oracle.policy.alpha)
-    ahead = ctx.prefetch.take(best, planned) if ctx.prefetch else None  # after the gate
+    ahead = None
+    if ctx.prefetch and runs is None:
+        ahead = ctx.prefetch.take(best, planned)  # after the gate
     # up to ``planned`` runs: the test stops once its outcome is certain (statistics.md §2a)
     sample = ctx.oracle.final_validation(best, planned, outcomes=ahead, alpha=alpha)
     final = rx.FinalRuns(

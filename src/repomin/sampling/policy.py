@@ -61,6 +61,9 @@ FLAKY_FINAL_RUNS = 50
 GATE_POWER = 0.95
 GATE_SIZING_CONFIDENCE = 0.8
 MAX_FINAL_RUNS = 400
+#: The power, at the rate a failed payload gate observed, of the second test of the same tree
+#: that ReproMin runs before it backtracks (``second_test_runs``).
+SECOND_TEST_POWER = 0.8
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,6 +393,22 @@ class SamplingPolicy:
             if runs is not None:
                 return runs
         return FLAKY_FINAL_RUNS
+
+    def second_test_runs(self, configured: int | None, passes: int, runs: int) -> int | None:
+        """The n of a second final test of a tree whose test just failed with ``passes`` of
+        ``runs``, or None (backtrack instead): only when ReproMin chose the runs of a flaky
+        failure's gate and the failed test's own rate is above θ -- the payload then likely
+        reproduces, only less often than the baseline the first test was sized from. n is the
+        fewest runs whose exact test at the next gate's level passes with probability >=
+        ``SECOND_TEST_POWER`` at that rate, at most ``MAX_FINAL_RUNS`` (docs/statistics.md,
+        "A second test of the same tree")."""
+        if configured is not None or not self.gated or self.rate is None or runs == 0:
+            return None
+        rate = passes / runs
+        if rate <= self.theta:
+            return None
+        level = self.gate_alpha(self.gates + 1)
+        return stats.sized_runs(self.theta, level, rate, SECOND_TEST_POWER, MAX_FINAL_RUNS)
 
     def final_curtailed(self, configured: int | None) -> bool:
         """Does the final test stop once its outcome is certain (``stats.CurtailedTest``)?
