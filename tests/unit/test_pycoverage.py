@@ -247,13 +247,14 @@ def test_the_pass_empties_never_run_python_bodies_then_deletes_them_and_keeps_th
     compile(data, "lib.py", "exec")
 
 
-def test_a_never_run_function_still_named_stays_a_stub_and_an_emptied_class_keeps_pass() -> None:
+def test_never_run_functions_still_named_stay_stubs_and_an_emptied_class_keeps_pass() -> None:
     lib = (
         "def used(x):\n    return x\n\n\n"
         "def named(x):\n    return x + 1\n\n\n"
         "def other(x):\n    return x + 2\n\n\n"
         "class Empty:\n    def a(self):\n        return 1\n\n"
         "    def b(self):\n        return 2\n\n\n"
+        "class P:\n    def _get(self):\n        return 1\n\n    value = property(_get)\n\n\n"
         "TABLE = {'n': named}\n"
     )
     tree = text_tree({"src/lib.py": lib, "main.py": APP.replace("lib.Thing().called()", "1")})
@@ -264,7 +265,9 @@ def test_a_never_run_function_still_named_stays_a_stub_and_an_emptied_class_keep
     problem = PredicateProblem(tree, fails)
     CoverageCut(SearchHints(trace=trace)).run(problem)  # type: ignore[arg-type]
     data = problem.current["src/lib.py"].data
+    assert problem.calls == 2  # emptied, then deleted: only what nothing names was proposed
     assert b"def named(x):\n    ...\n" in data  # deleting it is a NameError: another failure
+    assert b"    def _get(self):\n        ...\n" in data  # named bare by property(_get)
     assert b"def other" not in data and b"def a" not in data and b"def b" not in data
     assert b"class Empty:\n    pass\n" in data
     assert fails(problem.current)

@@ -15,12 +15,15 @@ together are one candidate; if the oracle rejects it, the learning deletion sear
 (``search.deletion.learning``) splits them, so the result is 1-minimal over the units for any
 predicate (the oracle decides; the coverage only shapes proposals).
 
-Right after the emptying, the emptied Python functions whose name occurs nowhere else in the
-tree's Python files (not imported, not referenced, not spelled in a string: once the bodies
-are emptied, a name used only by another never-run body is no longer used) are proposed for
-deletion whole, in one candidate, split by the same search when rejected (decorators and all,
-whole lines; a statement list left empty keeps a ``pass``). A function still named stays a
-``...`` stub for the statement search, which can delete it with its references. (Java's
+Right after the emptying, the emptied Python functions that no code names any more (once the
+bodies are emptied, a name used only by another never-run body is no longer used) are proposed
+for deletion whole: a module-level or nested function whose name occurs nowhere else in the
+tree's Python files (not imported, not referenced, not spelled in a string), and a method whose
+name occurs only after a dot (a call through an instance would have run it;
+``property(_get)``, a class-level alias or a string would not); in one candidate, split by
+the same search when rejected (decorators and all, whole lines; a statement list left empty
+keeps a ``pass``). A function still named stays a ``...`` stub for the statement search, which
+can delete it with its references. (Java's
 methods stay stubs: ``javac`` refuses a class whose overridden or called method is gone, and the
 split then costs a compile per method.)
 
@@ -155,8 +158,8 @@ class CoverageCut:
             mine = [(s, e) for p, s, e in units if p == path and (p, s, e) not in keep]
             found = never_run_definitions(originals[path].data, mine)
             defs.update({(path, s, e): d for (s, e), d in found.items()})
-        named = _named(left, {d.name for d in defs.values() if not d.method})
-        targets = [u for u in units if u in defs and (defs[u].method or not named[defs[u].name])]
+        named = _named(left, {d.name for d in defs.values()})
+        targets = [u for u in units if u in defs and _unnamed(defs[u], named)]
         if not targets:
             return
         tree = problem.current
@@ -228,15 +231,15 @@ class CoverageCut:
         return units
 
 
-#: A word, and whether ``def`` precedes it.
-_WORD = re.compile(rb"(\bdef[ \t]+)?\b([A-Za-z_][A-Za-z0-9_]*)")
+#: A word, and what precedes it: ``def`` (its definition), a dot (an attribute) or neither.
+_WORD = re.compile(rb"(\bdef[ \t]+|\.[ \t]*)?\b([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def _named(tree: Tree, names: set[str]) -> dict[str, int]:
-    """How often each of ``names`` occurs as a word in ``tree``'s Python files other than right
-    after ``def`` (code, strings and comments alike: a name built or listed in a string
-    counts)."""
-    counts = dict.fromkeys(names, 0)
+def _named(tree: Tree, names: set[str]) -> dict[str, tuple[int, int]]:
+    """How often each of ``names`` occurs in ``tree``'s Python files other than right after
+    ``def``: (as a bare word, after a dot). Code, strings and comments alike: a name built or
+    listed in a string counts as bare."""
+    counts = dict.fromkeys(names, (0, 0))
     if not names:
         return counts
     wanted = {n.encode(): n for n in names}
@@ -244,9 +247,20 @@ def _named(tree: Tree, names: set[str]) -> dict[str, int]:
         if _is_python(path) and entry.kind == "file":
             for match in _WORD.finditer(entry.data):
                 name = wanted.get(match.group(2))
-                if name is not None and match.group(1) is None:
-                    counts[name] += 1
+                before = match.group(1)
+                if name is None or (before is not None and before.startswith(b"def")):
+                    continue
+                bare, dotted = counts[name]
+                counts[name] = (bare + (before is None), dotted + (before is not None))
     return counts
+
+
+def _unnamed(definition: Definition, named: Mapping[str, tuple[int, int]]) -> bool:
+    """May a never-run definition go whole? A method when no code names it bare (a call through
+    an instance would have run it; ``property(_get)`` or a string would not); a function when
+    nothing names it at all (``module.f`` included)."""
+    bare, dotted = named[definition.name]
+    return bare == 0 and (definition.method or dotted == 0)
 
 
 def _is_python(path: str) -> bool:
