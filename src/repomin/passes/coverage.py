@@ -18,14 +18,13 @@ predicate (the oracle decides; the coverage only shapes proposals).
 Right after the emptying, the emptied Python functions that no code names any more (once the
 bodies are emptied, a name used only by another never-run body is no longer used) are proposed
 for deletion whole: a module-level or nested function whose name occurs nowhere else in the
-tree's Python files (not imported, not referenced, not spelled in a string), and a method whose
-name occurs only after a dot (a call through an instance would have run it;
-``property(_get)``, a class-level alias or a string would not); in one candidate, split by
-the same search when rejected (decorators and all, whole lines; a statement list left empty
-keeps a ``pass``). A function still named stays a ``...`` stub for the statement search, which
-can delete it with its references. (Java's
-methods stay stubs: ``javac`` refuses a class whose overridden or called method is gone, and the
-split then costs a compile per method.)
+tree's Python files outside comments and docstrings (not imported, not referenced, not spelled
+in a string), and a method whose name occurs only after a dot (a call through an instance would
+have run it; ``property(_get)``, a class-level alias or a string would not); in one candidate,
+split by the same search when rejected (decorators and all, whole lines; a statement list left
+empty keeps a ``pass``). A function still named stays a ``...`` stub for the statement search,
+which can delete it with its references. (Java's methods stay stubs: ``javac`` refuses a class
+whose overridden or called method is gone, and the split then costs a compile per method.)
 
 Files with stale coverage (changed since the trace) are skipped: a later traced run (the
 re-traced cut, after content edits) renews the coverage. Only what the run executed is covered:
@@ -49,6 +48,7 @@ from repomin.analysis.pycoverage import FILL, Definition, never_run_definitions
 from repomin.analysis.v8coverage import FileCoverage
 from repomin.passes.hints import SearchHints
 from repomin.passes.jslex import is_js, lex
+from repomin.passes.normalise import normalised, without_docstrings
 from repomin.passes.textedit import compiles, describe_spans, splice
 from repomin.search.deletion.learning import SURVIVOR_PRIOR, learn_delete
 from repomin.search.problem import Problem
@@ -237,15 +237,17 @@ _WORD = re.compile(rb"(\bdef[ \t]+|\.[ \t]*)?\b([A-Za-z_][A-Za-z0-9_]*)")
 
 def _named(tree: Tree, names: set[str]) -> dict[str, tuple[int, int]]:
     """How often each of ``names`` occurs in ``tree``'s Python files other than right after
-    ``def``: (as a bare word, after a dot). Code, strings and comments alike: a name built or
-    listed in a string counts as bare."""
+    ``def``: (as a bare word, after a dot). Code and strings alike (a name built or listed in a
+    string counts as bare); not in comments or docstrings."""
     counts = dict.fromkeys(names, (0, 0))
     if not names:
         return counts
     wanted = {n.encode(): n for n in names}
     for path, entry in tree.entries.items():
         if _is_python(path) and entry.kind == "file":
-            for match in _WORD.finditer(entry.data):
+            code = without_docstrings(entry.data) or entry.data
+            code = normalised(path, code) or code
+            for match in _WORD.finditer(code):
                 name = wanted.get(match.group(2))
                 before = match.group(1)
                 if name is None or (before is not None and before.startswith(b"def")):
