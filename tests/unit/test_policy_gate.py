@@ -148,13 +148,28 @@ def test_backtracking_bisects_to_the_last_good_tree_and_revokes_later_ones() -> 
     assert runner.calls - 20 <= 3 * 6  # log2(7) re-tests, not one per accepted tree
 
 
+def _files_only(
+    tmp_path: Path, names: tuple[str, ...], holdout: HoldoutConfig | None = None
+) -> ReduceOptions:
+    """Options reducing a source of ``names`` (one line each) with the ``files`` pass only."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in names:
+        (src / name).write_text(f"{name}\n")
+    return ReduceOptions(
+        src=src,
+        output=tmp_path / "out",
+        command="fake",
+        user_shell_runs=0,
+        spec=FailureSpec(match="BUG"),
+        schedule=("files",),
+        holdout=holdout,
+    )
+
+
 def test_a_failed_gate_backtracks_instead_of_exporting_a_wrong_tree(tmp_path: Path) -> None:
     """Single-run search accepts a deletion that lowers the rate to 0.2; the gate fails, the
     reduction escalates, backtracks and exports a tree that keeps the file."""
-    src = tmp_path / "src"
-    src.mkdir()
-    for name in ("keep.txt", "bad.txt", "junk.txt"):
-        (src / name).write_text(f"{name}\n")
     runs: dict[str, int] = {}
 
     def fails(t: Tree) -> bool:
@@ -165,15 +180,7 @@ def test_a_failed_gate_backtracks_instead_of_exporting_a_wrong_tree(tmp_path: Pa
         # a tree (so single-run search accepts the deletion), then in 1 run of 5
         return "bad.txt" in t or runs[t.digest] % 5 == 1
 
-    options = ReduceOptions(
-        src=src,
-        output=tmp_path / "out",
-        command="fake",
-        user_shell_runs=0,
-        spec=FailureSpec(match="BUG"),
-        schedule=("files",),
-        holdout=HoldoutConfig(10, None),
-    )
+    options = _files_only(tmp_path, ("keep.txt", "bad.txt", "junk.txt"), HoldoutConfig(10, None))
     result = execute(options, runner_factory=lambda _: FakeRunner(fails))
     ex = result.report["execution"]
     assert (tmp_path / "out" / "bad.txt").exists()
@@ -249,18 +256,7 @@ def test_a_failed_gate_above_theta_tests_the_same_tree_again_before_backtracking
     """A flaky payload reproducing less often than the baseline fails its first gate with a
     rate above θ: the same tree gets a second test sized for that rate, passes it and is
     exported, with no backtracking; the report validates."""
-    src = tmp_path / "src"
-    src.mkdir()
-    for name in ("keep.txt", "junk.txt"):
-        (src / name).write_text(f"{name}\n")
-    options = ReduceOptions(
-        src=src,
-        output=tmp_path / "out",
-        command="fake",
-        user_shell_runs=0,
-        spec=FailureSpec(match="BUG"),
-        schedule=("files",),
-    )
+    options = _files_only(tmp_path, ("keep.txt", "junk.txt"))
     runner = _LowerRateRunner()
     result = execute(options, runner_factory=lambda _: runner)
     ex = result.report["execution"]

@@ -218,7 +218,13 @@ def test_the_traced_run_collects_python_coverage_on_the_host() -> None:
     assert not any(b"x * 2" in t for t in texts)
 
 
-def _fails(py: str) -> Callable[[Tree], bool]:
+def _cut(lib: str, app: str) -> tuple[PredicateProblem, Callable[[Tree], bool]]:
+    """The coverage pass run on ``src/lib.py`` + ``main.py`` after a real traced run; the
+    predicate is the real failure (``AttributeError`` of ``lib.undefined``) in a fresh copy."""
+    tree = text_tree({"src/lib.py": lib, "main.py": app})
+    py = sys.executable
+    trace = _trace(tree, f"PYTHONPATH=src {py} main.py")
+
     def fails(candidate: Tree) -> bool:
         with tempfile.TemporaryDirectory() as root:
             materialise(candidate, Path(root))
@@ -226,17 +232,14 @@ def _fails(py: str) -> Callable[[Tree], bool]:
             run = subprocess.run([py, "main.py"], cwd=root, capture_output=True, env=env)
         return b"AttributeError: module 'lib' has no attribute 'undefined'" in run.stderr
 
-    return fails
-
-
-def test_the_pass_empties_never_run_python_bodies_then_deletes_them_and_keeps_the_failure() -> None:
-    tree = text_tree({"src/lib.py": LIB, "main.py": APP})
-    py = sys.executable
-    trace = _trace(tree, f"PYTHONPATH=src {py} main.py")
-    fails = _fails(py)
     assert fails(tree)
     problem = PredicateProblem(tree, fails)
     CoverageCut(SearchHints(trace=trace)).run(problem)  # type: ignore[arg-type]
+    return problem, fails
+
+
+def test_the_pass_empties_never_run_python_bodies_then_deletes_them_and_keeps_the_failure() -> None:
+    problem, _ = _cut(LIB, APP)
     assert problem.calls == 2  # emptied, then deleted whole, each in one candidate
     data = problem.current["src/lib.py"].data
     assert b"Never called" not in data and b"return 42" not in data and b"[1, 2, 3]" not in data
@@ -257,13 +260,7 @@ def test_never_run_functions_still_named_stay_stubs_and_an_emptied_class_keeps_p
         "class P:\n    def _get(self):\n        return 1\n\n    value = property(_get)\n\n\n"
         "TABLE = {'n': named}\n"
     )
-    tree = text_tree({"src/lib.py": lib, "main.py": APP.replace("lib.Thing().called()", "1")})
-    py = sys.executable
-    trace = _trace(tree, f"PYTHONPATH=src {py} main.py")
-    fails = _fails(py)
-    assert fails(tree)
-    problem = PredicateProblem(tree, fails)
-    CoverageCut(SearchHints(trace=trace)).run(problem)  # type: ignore[arg-type]
+    problem, fails = _cut(lib, APP.replace("lib.Thing().called()", "1"))
     data = problem.current["src/lib.py"].data
     assert problem.calls == 2  # emptied, then deleted: only what nothing names was proposed
     assert b"def named(x):\n    ...\n" in data  # deleting it is a NameError: another failure

@@ -121,12 +121,7 @@ class CoverageCut:
             return tree.with_changes(changes) if changes else tree
 
         def describe(chunk: Sequence[Unit]) -> str:
-            paths = sorted({p for p, _, _ in chunk})
-            if len(paths) > 1:
-                return f"empty {len(chunk)} never-run bodies in {len(paths)} files"
-            data = originals[paths[0]].data
-            lines = [data.count(b"\n", 0, s) + 1 for _, s, _ in chunk]
-            return describe_spans("empty never-run bodies", paths[0], lines)
+            return _describe("empty", "never-run bodies", chunk, originals, lambda u: u[1])
 
         _event(problem, len(originals), len(units))
         if problem.try_first(self.name, [(build([]), describe(units))]) == 0:
@@ -192,12 +187,9 @@ class CoverageCut:
             return tree.with_changes(changes) if changes else tree
 
         def describe(chunk: Sequence[Unit]) -> str:
-            paths = sorted({p for p, _, _ in chunk})
-            if len(paths) > 1:
-                return f"delete {len(chunk)} never-run functions in {len(paths)} files"
-            data = originals[paths[0]].data
-            lines = [data.count(b"\n", 0, defs[u].start) + 1 for u in chunk]
-            return describe_spans("delete never-run functions", paths[0], lines)
+            return _describe(
+                "delete", "never-run functions", chunk, originals, lambda u: defs[u].start
+            )
 
         bare = build([])
         if not all(compiles(bare[path].data, path) for path in {u[0] for u in targets}):
@@ -229,6 +221,22 @@ class CoverageCut:
                 self._bodies[path] = never_run_bodies(record.data, record.never)
             units += [(path, s, e) for s, e in self._bodies[path]]
         return units
+
+
+def _describe(
+    verb: str,
+    what: str,
+    chunk: Sequence[Unit],
+    originals: Mapping[str, Entry],
+    start: Callable[[Unit], int],
+) -> str:
+    """``<verb> <n> <what> in <k> files``, or the lines of the one file."""
+    paths = sorted({p for p, _, _ in chunk})
+    if len(paths) > 1:
+        return f"{verb} {len(chunk)} {what} in {len(paths)} files"
+    data = originals[paths[0]].data
+    lines = [data.count(b"\n", 0, start(u)) + 1 for u in chunk]
+    return describe_spans(f"{verb} {what}", paths[0], lines)
 
 
 #: A word, and what precedes it: ``def`` (its definition), a dot (an attribute) or neither.
