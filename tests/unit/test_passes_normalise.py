@@ -4,12 +4,16 @@ ddmin."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from repomin.passes.normalise import Normalise, normalised, without_docstrings
-from repomin.tree import Tree
+from repomin.tree import Tree, materialise
 from tests.unit._pass_harness import PredicateProblem, text_tree
 
 
@@ -187,3 +191,33 @@ def test_property_without_docstrings_compiles_and_is_stable(parts: list[str]) ->
         ]
 
     assert others(new) == others(source)
+
+
+def test_a_failing_doctest_keeps_its_docstring_under_real_pytest(tmp_path: Path) -> None:
+    """pytest ``--doctest-modules`` fails on a docstring's example: the docstrings of that file
+    stay (without them pytest collects nothing and exits 5), its comment and the other file's
+    docstring go."""
+    calc = (
+        '"""Arithmetic."""\n# a comment\n\n\ndef double(x):\n'
+        '    """Twice x.\n\n    >>> double(2)\n    5\n    """\n    return 2 * x\n'
+    )
+    other = '"""Helpers."""\n\n\ndef one():\n    """One."""\n    return 1\n'
+    tree = text_tree({"calc.py": calc, "other.py": other})
+
+    def fails(candidate: Tree) -> bool:
+        with tempfile.TemporaryDirectory(dir=tmp_path) as root:
+            materialise(candidate, Path(root))
+            run = subprocess.run(
+                [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                 "--doctest-modules", "calc.py", "other.py"],
+                cwd=root, capture_output=True, timeout=120,
+            )  # fmt: skip
+        return run.returncode == 1 and b"Expected:\n    5\nGot:\n    4" in run.stdout
+
+    assert fails(tree)
+    problem = PredicateProblem(tree, fails)
+    Normalise().run(problem)
+    data = problem.current["calc.py"].data
+    assert b">>> double(2)" in data and b"# a comment" not in data
+    assert problem.current["other.py"].data == b"def one():\n    return 1\n"
+    assert fails(problem.current)
