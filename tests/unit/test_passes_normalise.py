@@ -9,6 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -221,3 +222,27 @@ def test_a_failing_doctest_keeps_its_docstring_under_real_pytest(tmp_path: Path)
     assert b">>> double(2)" in data and b"# a comment" not in data
     assert problem.current["other.py"].data == b"def one():\n    return 1\n"
     assert fails(problem.current)
+
+
+def test_variants_are_computed_once_per_content(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every round reads every text file: a file whose content did not change is not parsed
+    again (its variants are kept for its current content only)."""
+    import repomin.passes.normalise as module
+
+    calls: list[str] = []
+    real = module._variants
+
+    def counting(path: str, data: bytes) -> dict[frozenset[str], bytes]:
+        calls.append(path)
+        return real(path, data)
+
+    monkeypatch.setattr(module, "_variants", counting)
+    tree = text_tree({"tool.py": '"""usage"""\nprint(__doc__)\n', "b.py": "x = 1\n"})
+    problem = PredicateProblem(tree, lambda t: b"usage" in t["tool.py"].data)
+    normalise = Normalise()
+    normalise.run(problem)
+    normalise.run(problem)
+    assert sorted(calls) == ["b.py", "tool.py"]
+    problem._current = problem.current.replace("b.py", b"y = 2\n")
+    normalise.run(problem)
+    assert sorted(calls) == ["b.py", "b.py", "tool.py"]

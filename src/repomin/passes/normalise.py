@@ -246,28 +246,32 @@ class Normalise:
     """The ``normalise`` pass (see the module docstring).
 
     A unit whose deletion was rejected is not proposed again until its file's content changes
-    (the fixpoint would otherwise re-test it every round against a slightly different tree).
+    (the fixpoint would otherwise re-test it every round against a slightly different tree);
+    a file's variants are computed once per content (every round reads every text file).
     """
 
     name: ClassVar[str] = "normalise"
 
     def __init__(self) -> None:
-        self._refused: set[tuple[str, str, str]] = set()
+        #: (path, content digest) -> the kinds whose deletion was rejected there
+        self._refused: dict[tuple[str, str], set[str]] = {}
+        #: (path, content digest) -> that content's variants (the current contents only)
+        self._found: dict[tuple[str, str], dict[frozenset[str], bytes]] = {}
 
     def run(self, problem: Problem) -> None:
         variants: dict[str, dict[frozenset[str], bytes]] = {}
         units: list[Unit] = []
+        found: dict[tuple[str, str], dict[frozenset[str], bytes]] = {}
         for path in text_files(problem):
             data = problem.current[path].data
-            digest = hashlib.sha256(data).hexdigest()
-            found = _variants(path, data)
-            kinds = sorted(
-                {k for ks in found for k in ks}
-                - {k for p, k, d in self._refused if p == path and d == digest}
-            )
+            key = (path, hashlib.sha256(data).hexdigest())
+            known = self._found.get(key)
+            found[key] = known if known is not None else _variants(path, data)
+            kinds = sorted({k for ks in found[key] for k in ks} - self._refused.get(key, set()))
             if kinds:
-                variants[path] = found
+                variants[path] = found[key]
                 units += [(path, kind) for kind in kinds]
+        self._found = found
         if not units:
             return
 
@@ -295,4 +299,5 @@ class Normalise:
         for path, kind in ddmin_delete(problem, self.name, units, build, describe):
             entry = problem.current.entries.get(path)
             if entry is not None:
-                self._refused.add((path, kind, hashlib.sha256(entry.data).hexdigest()))
+                key = (path, hashlib.sha256(entry.data).hexdigest())
+                self._refused.setdefault(key, set()).add(kind)
