@@ -283,6 +283,8 @@ def test_a_second_test_is_sized_for_the_failed_gates_rate_and_only_above_theta()
     assert n == stats.sized_runs(theta, level, 8 / 21, 0.8, 400)
     assert n is not None and stats.gate_power(n, theta, level, 8 / 21) >= 0.8
     assert policy.second_test_runs(None, 6, 21) is None  # 0.29 <= θ = 0.30: backtrack
+    after_two = dataclasses.replace(policy, gates=2)  # a later gate: kept for backtracking
+    assert after_two.second_test_runs(None, 8, 21) is None
     assert policy.second_test_runs(50, 8, 21) is None  # --final-runs: the user's n
     assert _learn().second_test_runs(None, 8, 10) is None  # deterministic baseline
     assert _learn(mode="fast", passes=16).second_test_runs(None, 8, 21) is None  # not gated

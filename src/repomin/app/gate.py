@@ -39,13 +39,13 @@ def search_and_validate(
     trace: TraceResult,
     protected: Callable[[str], bool],
 ) -> tuple[ReductionResult, rx.FinalRuns]:
-    """Search, then the final test; under the payload gate a failed final test at a search
-    fixpoint whose own rate is above θ first gets a second test of the same tree, sized for
-    that rate; a failed test without one escalates single-run sampling to the exact design (θ
-    unchanged), bisects the accepted history for the last tree that passes a fresh exact test,
-    revokes every later one and searches again -- at most ``MAX_GATES`` final tests. When the
-    gate cannot backtrack (budget, interrupt, nothing accepted, gates spent) the last result is
-    returned as is.
+    """Search, then the final test; under the payload gate the reduction's first failed final
+    test at a search fixpoint whose own rate is above θ gets a second test of the same tree,
+    sized for that rate; a failed test without one escalates single-run sampling to the exact
+    design (θ unchanged), bisects the accepted history for the last tree that passes a fresh
+    exact test, revokes every later one and searches again -- at most ``MAX_GATES`` final
+    tests. When the gate cannot backtrack (budget, interrupt, nothing accepted, gates spent)
+    the last result is returned as is.
     A resumed session whose journal ends with a failed gate backtracks before searching."""
     oracle, session = ctx.oracle, baselined.session
     pending = session is not None and ctx.options.resume and session.pending_backtrack()
@@ -68,6 +68,8 @@ def search_and_validate(
         runs = None if tested_twice == searched.tree.digest else _second_test_runs(ctx, final)
         if runs is not None:
             tested_twice = searched.tree.digest
+            if session is not None:  # a kill during the second test resumes by backtracking
+                session.record_gate_failure(searched.tree)
             searched, final = _validate(ctx, searched, session, runs)
             continue
         if session is not None:

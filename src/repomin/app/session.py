@@ -323,9 +323,9 @@ class Session:
         )
 
     def record_gate_failure(self, tree: Tree) -> None:
-        """The payload gate failed on ``tree`` and the search is about to backtrack from it:
-        recorded (and synced) first, so that a resume backtracks too (:meth:`pending_backtrack`)
-        instead of searching on from the tree that failed."""
+        """The payload gate failed on ``tree`` and the search is about to backtrack from it (or
+        to test it a second time): recorded (and synced) first, so that a resume backtracks
+        (:meth:`pending_backtrack`) instead of searching on from the tree that failed."""
         self._append(
             "journal.jsonl",
             {"phase": "gate", "description": "failed", "tree": tree.digest, "backtrack": True},

@@ -64,6 +64,11 @@ MAX_FINAL_RUNS = 400
 #: The power, at the rate a failed payload gate observed, of the second test of the same tree
 #: that ReproMin runs before it backtracks (``second_test_runs``).
 SECOND_TEST_POWER = 0.8
+#: Only a failed gate up to this index (the reduction's first) gets a second test: the others
+#: are kept for the searches after backtracking (an index a kill cut is burnt, so a reduction
+#: killed and resumed again and again can reach MAX_GATES, and then exports its last tree with
+#: the gate failed; docs/statistics.md §2b).
+SECOND_TEST_LAST_GATE = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,13 +402,16 @@ class SamplingPolicy:
     def second_test_runs(self, configured: int | None, passes: int, runs: int) -> int | None:
         """The n of a second final test of a tree whose test just failed with ``passes`` of
         ``runs``, or None (backtrack instead): only when ReproMin chose the runs of a flaky
-        failure's gate and the failed test's own rate is above θ -- the payload then likely
+        failure's gate, after the reduction's first gate (``SECOND_TEST_LAST_GATE``), and the
+        failed test's own rate is above θ -- the payload then likely
         reproduces, only less often than the baseline the first test was sized from. n is the
         fewest runs whose exact test at the next gate's level passes with probability >=
         ``SECOND_TEST_POWER`` at that rate, at most ``MAX_FINAL_RUNS`` (docs/statistics.md,
         "A second test of the same tree")."""
         if configured is not None or not self.gated or self.rate is None or runs == 0:
             return None
+        if self.gates > SECOND_TEST_LAST_GATE:
+            return None  # keep the gates left for backtracking (kills burn gates too)
         rate = passes / runs
         if rate <= self.theta:
             return None
