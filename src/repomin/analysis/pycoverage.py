@@ -213,8 +213,9 @@ def never_run_bodies(data: bytes, started: set[int]) -> list[tuple[int, int]] | 
 @dataclass(frozen=True)
 class Definition:
     """A never-run function's whole definition: its name, the byte span of its lines (first
-    decorator to the end of the body's last line), the statement list holding it (``block``: an
-    id unique in the file) and that list's length."""
+    decorator to the end of the body's last line) and their indentation, the statement list
+    holding it (``block``: an id unique in the file) and that list's length; ``method``: it is
+    defined directly in a class body."""
 
     name: str
     start: int
@@ -248,7 +249,7 @@ def never_run_definitions(
                 if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
                     continue
                 span = _body_span(stmt, starts)
-                if span not in wanted or stmt.end_lineno is None:
+                if span is None or span not in wanted or stmt.end_lineno is None:
                     continue
                 first = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
                 begin = starts[first - 1]
@@ -261,7 +262,7 @@ def never_run_definitions(
                     and (prev_end is None or prev_end < first)
                     and (following is None or following > stmt.end_lineno)
                 )
-                if alone and span is not None:
+                if alone:
                     out[span] = Definition(
                         stmt.name,
                         begin,

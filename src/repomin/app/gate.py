@@ -56,7 +56,6 @@ def search_and_validate(
     _keep_time_after_search(ctx, baselined)
     searched = stage.search_stage(ctx, baselined, trace, protected)
     searched, final = _validate(ctx, searched, session)
-    tested_twice: str | None = None  # the digest of the tree a second test was spent on
     while (
         not final.passed
         and final.runs
@@ -65,15 +64,12 @@ def search_and_validate(
         and searched.stop_reason in ("fixpoint", "max_rounds")
         and len(searched.history) > 1
     ):
-        runs = None if tested_twice == searched.tree.digest else _second_test_runs(ctx, final)
+        if session is not None:  # before a second test, escalating or backtracking: a kill
+            session.record_gate_failure(searched.tree)  # then resumes by backtracking
+        runs = _second_test_runs(ctx, final)  # after the first gate only: never twice
         if runs is not None:
-            tested_twice = searched.tree.digest
-            if session is not None:  # a kill during the second test resumes by backtracking
-                session.record_gate_failure(searched.tree)
             searched, final = _validate(ctx, searched, session, runs)
             continue
-        if session is not None:
-            session.record_gate_failure(searched.tree)  # before escalating or backtracking
         baselined = replace(baselined, history=searched.history)
         baselined = _backtrack_after(ctx, baselined, searched.tree)
         searched = stage.search_stage(ctx, baselined, trace, protected)

@@ -238,7 +238,7 @@ def _variants(path: str, data: bytes) -> dict[frozenset[str], bytes]:
     if both is not None:
         out[frozenset({COMMENTS, DOCSTRINGS})] = both
     elif plain is not None:
-        del out[frozenset({DOCSTRINGS})]  # the two must compose: keep the larger-yield one
+        del out[frozenset({DOCSTRINGS})]  # the two must compose: the comments unit stays
     return out
 
 

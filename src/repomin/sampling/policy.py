@@ -402,8 +402,8 @@ class SamplingPolicy:
     def second_test_runs(self, configured: int | None, passes: int, runs: int) -> int | None:
         """The n of a second final test of a tree whose test just failed with ``passes`` of
         ``runs``, or None (backtrack instead): only when ReproMin chose the runs of a flaky
-        failure's gate, after the reduction's first gate (``SECOND_TEST_LAST_GATE``), and the
-        failed test's own rate is above θ -- the payload then likely
+        failure's gate, after the reduction's first gate (``SECOND_TEST_LAST_GATE``: never
+        twice), and the failed test's own rate is above θ -- the payload then likely
         reproduces, only less often than the baseline the first test was sized from. n is the
         fewest runs whose exact test at the next gate's level passes with probability >=
         ``SECOND_TEST_POWER`` at that rate, at most ``MAX_FINAL_RUNS`` (docs/statistics.md,
