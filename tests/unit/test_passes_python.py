@@ -224,3 +224,29 @@ def test_property_result_interesting_smaller_and_stable(source: str) -> None:
     second = reduce_in_process(PythonReduce(), first.current, predicate)
     assert second.accepted == []
     assert second.current.digest == first.current.digest
+
+
+def test_an_if_whose_body_never_runs_is_replaced_by_its_else_block() -> None:
+    source = (
+        "import json\n\n\n"
+        "def main(flag=False):\n"
+        "    if flag:\n"
+        "        ...\n"
+        "    else:\n"
+        "        value = json.loads('{')\n"
+        "    for _ in ():\n"
+        "        pass\n"
+        "    else:\n"
+        "        return value\n"
+        "    if flag:\n"
+        "        pass\n"
+        "    elif not flag:\n"
+        "        value = 2\n"
+    )
+    tree = text_tree({"m.py": source})
+    assert fails_like_original(tree)
+    problem = reduce_in_process(PythonReduce(), tree, fails_like_original)
+    text = problem.current["m.py"].data.decode()
+    assert "    value = json.loads('{')\n" in text  # the else, dedented
+    assert "if flag" not in text and "else" not in text and "for _" not in text
+    assert fails_like_original(problem.current)

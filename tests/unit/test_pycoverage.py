@@ -15,6 +15,7 @@ import pytest
 
 from repomin.analysis.pycoverage import (
     FILL,
+    LINE_BUDGET,
     PYCOV_DIR,
     install,
     never_run_bodies,
@@ -23,6 +24,8 @@ from repomin.analysis.pycoverage import (
 from repomin.analysis.trace import trace_opened_files, with_python_hook, wrapper_script
 from repomin.passes.coverage import CoverageCut
 from repomin.passes.hints import SearchHints
+from repomin.passes.pyimports import NameSites
+from repomin.passes.textedit import splice
 from repomin.runners.host import HostRunner
 from repomin.tree import Tree, materialise
 from tests.unit._pass_harness import PredicateProblem, text_tree
@@ -268,3 +271,164 @@ def test_never_run_functions_still_named_stay_stubs_and_an_emptied_class_keeps_p
     assert b"def other" not in data and b"def a" not in data and b"def b" not in data
     assert b"class Empty:\n    pass\n" in data
     assert fails(problem.current)
+
+
+def test_a_never_run_function_only_imported_goes_with_its_imports_and_its_all_entry() -> None:
+    lib = (
+        '__all__ = ["used", "stub", "kept"]\n\n\n'
+        "def used(x):\n    return x\n\n\n"
+        "def stub(x):\n    return x + 1\n\n\n"
+        "def kept(x):\n    return x + 2\n\n\n"
+        "def dotted(x):\n    return x + 3\n"
+    )
+    app = (
+        "from lib import used, stub\n"
+        "from lib import kept\n"
+        "import lib\n\n"
+        "if lib:\n    from lib import stub\n\n"
+        "print(used(2), kept, lib.dotted)\n"
+        "raise SystemExit(lib.undefined)\n"
+    )
+    problem, fails = _cut(lib, app)
+    data = problem.current["src/lib.py"].data
+    main = problem.current["main.py"].data
+    assert problem.calls == 2  # emptied, then the stub deleted with its three sites at once
+    assert b"def stub" not in data and b'"stub"' not in data
+    assert data.startswith(b'__all__ = ["used", "kept"]\n')
+    assert main.startswith(b"from lib import used\nfrom lib import kept\n")
+    assert b"if lib:\n    pass\n" in main  # the only statement of its block
+    assert b"def kept(x):\n    ...\n" in data  # named bare by main: a stub for later passes
+    assert b"def dotted(x):\n    ...\n" in data  # lib.dotted: a module function named dotted
+    assert fails(problem.current)
+
+
+def test_name_sites_drop_names_from_imports_and_all_lists_and_count_only_those() -> None:
+    code = (
+        b"from a import (f,  # why\n    g)\n"
+        b"from b import f as h\n"
+        b"from c import *\n"
+        b"x = 1; from d import f\n"
+        b"__all__ = ('f', 'g', )\n"
+        b"def inner():\n    from e import f\n"
+    )
+    sites = NameSites({"m.py": code}, {"f", "g"}, {"m.py": [(code.index(b"def inner"), len(code))]})
+    assert sites.count("f") == 2 and sites.count("g") == 2  # renamed, shared line, skipped: no
+    out = splice(code, sites.edits("m.py", {"f"}))
+    assert out.startswith(b"from a import g\nfrom b import f as h\n")
+    assert b"__all__ = ('g', )\n" in out
+    both = splice(code, sites.edits("m.py", {"f", "g"}))
+    assert b"from a" not in both and b"__all__ = ( )\n" in both
+    compile(both, "m.py", "exec")
+
+
+BRANCHY = """\
+import functools
+
+
+def run(x):
+    if x:
+        y = 1
+    else:
+        y = 2
+        y += 1
+    if x > 5:
+        y = 3
+    elif x > 0:
+        y = 4
+    elif x > -5:
+        y = 5
+    try:
+        y += 1
+    except ValueError:
+        y = 6
+    for _ in range(0):
+        y = 7
+    else:
+        y += 1
+    if x: y += 1
+    if not x:
+        @functools.lru_cache
+        def inner():
+            return 8
+    return y
+"""
+#: The lines of BRANCHY that run when ``run(1)`` is called.
+BRANCHY_RAN = {4, 5, 6, 10, 12, 13, 16, 17, 20, 22, 23, 24, 25, 29}
+
+
+def test_never_run_blocks_are_the_blocks_of_run_code_none_of_whose_lines_ran() -> None:
+    spans = never_run_bodies(BRANCHY.encode(), {0, 4}, BRANCHY_RAN) or []
+    texts = [BRANCHY.encode()[s:e].decode() for s, e in spans]
+    assert texts == [
+        "y = 2\n        y += 1",  # else
+        "y = 3",  # the if's body; the elif that ran is no block of its own
+        "y = 5",  # the second elif's body
+        "y = 6",  # except
+        "y = 7",  # a loop body that never ran; its else ran
+        "@functools.lru_cache\n        def inner():\n            return 8",
+    ]
+    only = never_run_bodies(BRANCHY.encode(), {0, 4})  # no lines: functions only
+    assert [BRANCHY.encode()[s:e] for s, e in only or []] == [b"return 8"]
+    assert never_run_bodies(BRANCHY.encode(), {0}, BRANCHY_RAN) == [
+        (BRANCHY.index("if x:\n"), BRANCHY.index("\n", BRANCHY.index("return y")))
+    ]  # run never started: its body is one function body, nothing inside it counts
+
+
+@pytest.mark.parametrize("python", [sys.executable, *_other_pythons()])
+def test_the_hook_records_the_lines_that_ran(tmp_path: Path, python: str) -> None:
+    script = "def f(x):\n    if x:\n        return 1\n    return 2\n\nf(1)\n"
+    _run_hook(tmp_path, script, "HOOK", python=python)
+    (record,) = (tmp_path / "log" / PYCOV_DIR).glob("*.json")
+    lines = json.loads(record.read_text())["lines"][str(tmp_path / "proj" / "main.py")]
+    assert {1, 2, 3, 6} <= set(lines) and 4 not in lines
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="sys.monitoring: no line budget")
+def test_a_process_out_of_line_budget_records_no_lines_and_no_file_uses_lines(
+    tmp_path: Path,
+) -> None:
+    hook = tmp_path / "log" / PYCOV_DIR
+    hook.parent.mkdir()
+    install(hook)
+    text = (hook / "sitecustomize.py").read_text()
+    (hook / "sitecustomize.py").write_text(text.replace(f"[{LINE_BUDGET}]", "[5]"))
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "main.py").write_text("for i in range(10):\n    i += 1\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONPATH"] = str(hook)
+    subprocess.run([sys.executable, "main.py"], cwd=tmp_path / "proj", env=env, timeout=60)
+    (record,) = hook.glob("*.json")
+    assert json.loads(record.read_text())["lines"] is None
+    root = str(tmp_path / "proj")
+    tree = text_tree({"main.py": BRANCHY})
+    full = {"cwd": root, "files": {"main.py": [0, 4]}, "lines": {"main.py": sorted(BRANCHY_RAN)}}
+    (hook / "full.json").write_text(json.dumps(full))
+    coverage = read_pycoverage(hook, [root], tree)
+    assert coverage is not None and len(coverage["main.py"].never) == 1  # inner's body only
+    record.unlink()
+    coverage = read_pycoverage(hook, [root], tree)
+    assert coverage is not None and len(coverage["main.py"].never) == 6
+
+
+def test_the_pass_empties_never_run_blocks_of_run_functions_and_keeps_the_failure() -> None:
+    lib = BRANCHY + "\n\ndef used(x):\n    return run(x)\n"
+    problem, fails = _cut(lib, APP.replace("lib.Thing().called()", "1"))
+    data = problem.current["src/lib.py"].data.decode()
+    for gone in ("y = 2", "y = 3", "y = 5", "y = 6", "y = 7", "return 8"):
+        assert gone not in data
+    assert "y = 4" in data and "y += 1" in data
+    assert fails(problem.current)
+
+
+def test_line_records_are_hostile_input_too(tmp_path: Path) -> None:
+    tree = text_tree({"lib.py": BRANCHY})
+    directory = tmp_path / PYCOV_DIR
+    directory.mkdir()
+    root = "/sample/tree"
+    lines = {f"{root}/lib.py": [*sorted(BRANCHY_RAN), "x", True, 2.5], "/etc/passwd": [1]}
+    (directory / "a.json").write_text(
+        json.dumps({"cwd": root, "files": {"lib.py": [0, 4]}, "lines": lines})
+    )
+    (directory / "b.json").write_text(json.dumps({"files": {}, "lines": {"lib.py": "1-9"}}))
+    coverage = read_pycoverage(directory, [root], tree)
+    assert coverage is not None and len(coverage["lib.py"].never) == 6

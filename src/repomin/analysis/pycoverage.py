@@ -1,4 +1,4 @@
-"""Which Python functions the traced run called: the Python analogue of Node's V8 coverage.
+"""Which Python functions and lines the traced run ran: the Python analogue of Node's V8 coverage.
 
 The traced run (``repomin.analysis.trace``) writes, when its log goes to a host directory (the
 host backend), a ``sitecustomize.py`` into ``<log directory>/pycov`` and puts that directory in
@@ -6,22 +6,29 @@ front of ``PYTHONPATH``. Every Python process of the command that reads ``PYTHON
 ``-E``/``-I``/``-S``, and not when the command sets ``PYTHONPATH`` itself) then imports it at
 start-up. It:
 
-* records each code object the process starts, once: with ``sys.monitoring`` (Python 3.12 and
-  later) a ``PY_START`` callback that disables itself for that code at once, so the cost is one
-  call per function; before 3.12 a global ``sys.settrace`` function that returns ``None`` (no
-  line events), one call per Python call;
+* records each code object the process starts and each line it runs, once: with
+  ``sys.monitoring`` (Python 3.12 and later) ``PY_START`` and ``LINE`` callbacks that disable
+  themselves for that code or line at once, so the cost is one call per function and per line;
+  before 3.12 a global ``sys.settrace`` function (one call per Python call) that traces the lines
+  only of code outside the interpreter's prefixes (the standard library and installed packages
+  are not the tree), up to :data:`LINE_BUDGET` line events, after which the process records no
+  lines at all;
 * takes its own directory off ``sys.path`` again and imports the ``sitecustomize`` it shadowed
   (Debian ships one), so the program sees the path and the start-up it would have seen;
 * writes, when the process exits normally (``atexit``; not ``os._exit``, not a signal), one JSON
   record: its initial working directory and, per ``co_filename``, the first lines of the code
-  objects that started (``0`` for a module's own code).
+  objects that started (``0`` for a module's own code) and the lines that ran (``null`` when it
+  ran out of budget).
 
 :func:`read_pycoverage` maps the records to the tree's ``.py`` files. A file counts as
 *covered* only when some process ran its module code (then that process saw every call into
 it). For a covered file, every ``def`` whose code never started -- its first line is the first
 decorator's, as in ``co_firstlineno`` -- is a never-run function, and its body is a unit the
-``coverage`` pass replaces with ``...`` (``passes.coverage``). Nested definitions are looked at
-only inside functions that ran. A file that does not parse is left out.
+``coverage`` pass replaces with ``...`` (``passes.coverage``). Inside code that ran, every block
+(the body of an ``if``, ``elif``, ``else``, loop, ``with``, ``try``, ``except``, ``finally`` or
+``case``) none of whose lines ran in any process is a unit too, replaced the same way; when some
+process recorded no lines, only functions count. Nested definitions and blocks are looked at
+only inside code that ran. A file that does not parse is left out.
 
 Nothing here is evidence: the records are written by the command and only shape *proposals*,
 which the oracle accepts or rejects like any other candidate. Records are read as hostile
@@ -49,6 +56,11 @@ MAX_RECORDS = 4096
 #: The body that replaces a never-run function's.
 FILL = b"..."
 
+#: Line events a process records before Python 3.12 (a trace function per line of the tree's code;
+#: ``sys.monitoring`` costs one call per line, once). A process that runs out records no lines,
+#: and then no file's lines are used (:func:`read_pycoverage`).
+LINE_BUDGET = 2_000_000
+
 #: The start-up hook (see the module docstring). Only the standard library; no names left in
 #: ``sitecustomize``'s namespace but the chained module's.
 HOOK = '''\
@@ -68,6 +80,8 @@ def _repomin_pycov():
     except OSError:
         cwd = ""
     seen = set()
+    lines = set()
+    budget = [LINE_BUDGET]
     monitoring = getattr(sys, "monitoring", None)
     if monitoring is not None:
         for tool in (5, 4, 3):
@@ -80,13 +94,36 @@ def _repomin_pycov():
                 seen.add(code)
                 return monitoring.DISABLE
 
-            monitoring.register_callback(tool, monitoring.events.PY_START, start)
-            monitoring.set_events(tool, monitoring.events.PY_START)
+            def line(code, number):
+                lines.add((code.co_filename, number))
+                return monitoring.DISABLE
+
+            events = monitoring.events
+            monitoring.register_callback(tool, events.PY_START, start)
+            monitoring.register_callback(tool, events.LINE, line)
+            monitoring.set_events(tool, events.PY_START | events.LINE)
             break
     else:
+        skip = tuple(
+            os.path.join(os.path.abspath(p), "")
+            for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+        )
+
+        def local(frame, event, arg):
+            if event == "line":
+                lines.add((frame.f_code.co_filename, frame.f_lineno))
+                budget[0] -= 1
+                if budget[0] <= 0:
+                    frame.f_trace_lines = False
+                    return None
+            return local
 
         def hook(frame, event, arg):
-            seen.add(frame.f_code)
+            code = frame.f_code
+            seen.add(code)
+            if budget[0] > 0 and not code.co_filename.startswith(skip):
+                return local
+            return None
 
         sys.settrace(hook)
         threading.settrace(hook)
@@ -94,9 +131,15 @@ def _repomin_pycov():
     def write():
         files = {}
         for code in list(seen):
-            line = 0 if code.co_name == "<module>" else code.co_firstlineno
-            files.setdefault(code.co_filename, set()).add(line)
-        record = {"cwd": cwd, "files": {k: sorted(v) for k, v in files.items()}}
+            first = 0 if code.co_name == "<module>" else code.co_firstlineno
+            files.setdefault(code.co_filename, set()).add(first)
+        ran = None
+        if budget[0] > 0:
+            ran = {}
+            for filename, number in list(lines):
+                ran.setdefault(filename, set()).add(number)
+            ran = {k: sorted(v) for k, v in ran.items()}
+        record = {"cwd": cwd, "files": {k: sorted(v) for k, v in files.items()}, "lines": ran}
         name = os.path.join(here, "%d-%s" % (os.getpid(), os.urandom(4).hex()))
         try:
             with open(name + ".tmp", "w") as out:
@@ -120,7 +163,7 @@ def _repomin_pycov():
 
 _repomin_pycov()
 del _repomin_pycov
-'''
+'''.replace("LINE_BUDGET", str(LINE_BUDGET))
 
 
 def install(directory: Path) -> None:
@@ -132,41 +175,52 @@ def install(directory: Path) -> None:
 def read_pycoverage(
     directory: Path, roots: Sequence[str], tree: Tree
 ) -> dict[str, FileCoverage] | None:
-    """The never-run function bodies of ``tree``'s covered ``.py`` files (None: no record)."""
-    started = _started(directory, roots, tree)
-    if started is None:
+    """The never-run function bodies and blocks of ``tree``'s covered ``.py`` files (None: no
+    record)."""
+    found = _started(directory, roots, tree)
+    if found is None:
         return None
+    started, ran = found
     out: dict[str, FileCoverage] = {}
     for path, lines in sorted(started.items()):
         if 0 not in lines:
             continue  # its module code never ran here: nothing is known about its calls
         data = tree[path].data
-        bodies = never_run_bodies(data, lines)
+        bodies = never_run_bodies(data, lines, None if ran is None else ran.get(path, set()))
         if bodies is not None:
             out[path] = FileCoverage(data, tuple((s, e, True) for s, e in bodies))
     return out
 
 
-def _started(directory: Path, roots: Sequence[str], tree: Tree) -> dict[str, set[int]] | None:
-    """Per tree path, the first lines of the code objects that started in any process."""
+def _started(
+    directory: Path, roots: Sequence[str], tree: Tree
+) -> tuple[dict[str, set[int]], dict[str, set[int]] | None] | None:
+    """Per tree path, the first lines of the code objects that started in any process, and the
+    lines that ran in any process (None when some process recorded no lines)."""
     records = json_records(directory, MAX_RECORD_BYTES, MAX_RECORDS)
     if records is None:
         return None
     started: dict[str, set[int]] = {}
+    ran: dict[str, set[int]] | None = {}
     for record in records:
-        for path, lines in _record_files(record, roots, tree):
+        for path, lines in _record_files(record, "files", roots, tree):
             started.setdefault(path, set()).update(lines)
-    return started
+        if not isinstance(record, dict) or not isinstance(record.get("lines"), dict):
+            ran = None
+        if ran is not None:
+            for path, lines in _record_files(record, "lines", roots, tree):
+                ran.setdefault(path, set()).update(lines)
+    return started, ran
 
 
 def _record_files(
-    record: object, roots: Sequence[str], tree: Tree
+    record: object, field: str, roots: Sequence[str], tree: Tree
 ) -> Iterable[tuple[str, set[int]]]:
-    if not isinstance(record, dict) or not isinstance(record.get("files"), dict):
+    if not isinstance(record, dict) or not isinstance(record.get(field), dict):
         return
     cwd = record.get("cwd")
     base = cwd if isinstance(cwd, str) and cwd.startswith("/") else None
-    for filename, lines in record["files"].items():
+    for filename, lines in record[field].items():
         if not isinstance(filename, str) or not isinstance(lines, list):
             continue
         path = _tree_path(filename, base, roots)
@@ -184,30 +238,91 @@ def _tree_path(filename: str, cwd: str | None, roots: Sequence[str]) -> str | No
     return relative_to_roots(filename, roots) or None
 
 
-def never_run_bodies(data: bytes, started: set[int]) -> list[tuple[int, int]] | None:
+def never_run_bodies(
+    data: bytes, started: set[int], ran: set[int] | None = None
+) -> list[tuple[int, int]] | None:
     """The byte spans ``[start, end)`` of the bodies of the functions of ``data`` whose code
-    never started (outermost only, sorted); None when ``data`` is not Python that parses."""
+    never started and, given the lines that ran (``ran``), of the blocks in code that ran none
+    of whose lines ran (outermost only, sorted); None when ``data`` is not Python that parses."""
     try:
         module = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     starts = _line_starts(data)
     spans: list[tuple[int, int]] = []
-    todo: list[ast.AST] = [module]
-    while todo:
-        node = todo.pop()
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
-                todo.append(child)
+
+    def visit(block: Sequence[ast.stmt]) -> None:
+        for stmt in block:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+                if _first_line(stmt) in started:
+                    visit(stmt.body)
+                    continue
+                span = _body_span(stmt, starts)
+                if span is not None and data[span[0] : span[1]].strip() != FILL:
+                    spans.append(span)
                 continue
-            first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
-            if first in started:
-                todo.append(child)
+            if isinstance(stmt, ast.ClassDef):
+                visit(stmt.body)  # its statement ran, so did its body
                 continue
-            span = _body_span(child, starts)
-            if span is not None and data[span[0] : span[1]].strip() != FILL:
-                spans.append(span)
+            for inner in _blocks(stmt, data, starts):
+                span = None if ran is None else _block_span(inner, data, starts)
+                if span is None or ran is None or _any_ran(inner, ran):
+                    visit(inner)
+                elif data[span[0] : span[1]].strip() not in (FILL, b"pass"):
+                    spans.append(span)
+
+    visit(module.body)
     return sorted(spans)
+
+
+def _blocks(stmt: ast.stmt, data: bytes, starts: Sequence[int]) -> list[list[ast.stmt]]:
+    """The statement lists of a compound statement: bodies, ``else``/``finally`` blocks,
+    handlers' and cases' bodies. An ``elif`` is not a block of its own: its ``if`` is."""
+    out: list[list[ast.stmt]] = []
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(stmt, field, None)
+        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+            if field == "orelse" and len(block) == 1 and isinstance(block[0], ast.If):
+                at = starts[block[0].lineno - 1] + block[0].col_offset
+                if data.startswith(b"elif", at):
+                    out += _blocks(block[0], data, starts)
+                    continue
+            out.append(block)
+    for field in ("handlers", "cases"):
+        for part in getattr(stmt, field, None) or []:
+            body = getattr(part, "body", None)
+            if isinstance(body, list) and body:
+                out.append(body)
+    return out
+
+
+def _first_line(stmt: ast.stmt) -> int:
+    decorators: list[ast.expr] = getattr(stmt, "decorator_list", None) or []
+    return min([stmt.lineno, *(d.lineno for d in decorators)])
+
+
+def _any_ran(block: Sequence[ast.stmt], ran: set[int]) -> bool:
+    last = block[-1].end_lineno or block[-1].lineno
+    return any(n in ran for n in range(_first_line(block[0]), last + 1))
+
+
+def _block_span(
+    block: Sequence[ast.stmt], data: bytes, starts: Sequence[int]
+) -> tuple[int, int] | None:
+    """Bytes of a statement list, from its first statement (decorators included) to the end of
+    its last."""
+    first, last = block[0], block[-1]
+    if last.end_lineno is None or last.end_col_offset is None:
+        return None
+    line = _first_line(first)
+    if line == first.lineno:
+        start = starts[line - 1] + first.col_offset
+    else:  # a decorated definition: from its first line's first non-blank byte (the ``@``)
+        start = starts[line - 1]
+        while data[start : start + 1] in (b" ", b"\t"):
+            start += 1
+    end = starts[last.end_lineno - 1] + last.end_col_offset
+    return (start, end) if start < end else None
 
 
 @dataclass(frozen=True)
@@ -215,7 +330,8 @@ class Definition:
     """A never-run function's whole definition: its name, the byte span of its lines (first
     decorator to the end of the body's last line) and their indentation, the statement list
     holding it (``block``: an id unique in the file) and that list's length; ``method``: it is
-    defined directly in a class body."""
+    defined directly in a class body; ``toplevel``: in the module's own body (a name another
+    module can import)."""
 
     name: str
     start: int
@@ -224,6 +340,7 @@ class Definition:
     block: int
     size: int
     method: bool
+    toplevel: bool
 
 
 def never_run_definitions(
@@ -271,6 +388,7 @@ def never_run_definitions(
                         blocks,
                         len(block),
                         isinstance(node, ast.ClassDef) and field == "body",
+                        node is module,
                     )
             blocks += 1
     return out

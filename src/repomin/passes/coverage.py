@@ -2,29 +2,35 @@
 
 The trace cut's analogue one level down: the traced run (``repomin.analysis.trace``) also collects
 Node's V8 coverage (``repomin.analysis.v8coverage``: function and block ranges with execution
-counts, precise for code that never ran), which Python functions started
+counts, precise for code that never ran), which Python functions started and lines ran
 (``repomin.analysis.pycoverage``) and which Java methods a JVM invoked
 (``repomin.analysis.javacoverage``). For every JavaScript file of the incumbent whose content is
 still the traced one, each maximal ``{...}`` pair inside a range that never ran -- the body of
 a function never called, a branch never taken, a ``catch`` never entered -- is a unit whose
 edit empties it (``{}``: an empty block, function body, object or class body is valid
 wherever the full one was). For every such Python file, the body of each function never called
-is a unit whose edit makes it ``...`` (valid wherever a body is); in a Java file, the inside
-of each method's braces becomes ``throw null;`` (valid whatever the method returns). All units
-together are one candidate; if the oracle rejects it, the learning deletion search
+and each block of run code none of whose lines ran (a branch never taken, a handler never
+entered) is a unit whose edit makes it ``...`` (valid wherever a body is); in a Java file, the
+inside of each method's braces becomes ``throw null;`` (valid whatever the method returns). All
+units together are one candidate; if the oracle rejects it, the learning deletion search
 (``search.deletion.learning``) splits them, so the result is 1-minimal over the units for any
 predicate (the oracle decides; the coverage only shapes proposals).
 
 Right after the emptying, the emptied Python functions that no code names any more (once the
 bodies are emptied, a name used only by another never-run body is no longer used) are proposed
 for deletion whole: a module-level or nested function whose name occurs nowhere else in the
-tree's Python files outside comments and docstrings (not imported, not referenced, not spelled
-in a string), and a method whose name occurs only after a dot (a call through an instance would
-have run it; ``property(_get)``, a class-level alias or a string would not); in one candidate,
-split by the same search when rejected (decorators and all, whole lines; a statement list left
-empty keeps a ``pass``). A function still named stays a ``...`` stub for the statement search,
-which can delete it with its references. (Java's methods stay stubs: ``javac`` refuses a class
-whose overridden or called method is gone, and the split then costs a compile per method.)
+tree's Python files outside comments and docstrings (not referenced, not spelled in a string)
+but in ``from … import`` statements and ``__all__`` lists, whose names go with it (a library
+module importing a helper it never calls is the common case: ``repomin.passes.pyimports``), and
+a method whose name occurs only after a dot (a call through an instance would have run it;
+``property(_get)``, a class-level alias or a string would not); in one candidate, split by the
+same search when rejected (decorators and all, whole lines; a statement list left empty keeps a
+``pass``). A function still named stays a ``...`` stub for the statement search, which can
+delete it with its references. Java's emptied methods go the same way, from their first
+annotation or modifier to the closing brace, when the tree's Java code (outside comments and
+literals) names them only where they are declared and they are not ``@Override``: ``javac``
+refuses a class whose overridden or called method is gone, and a split costs a compile per
+decision, so only what nothing names is proposed (an overload shares its name: all stay).
 
 Files with stale coverage (changed since the trace) are skipped: a later traced run (the
 re-traced cut, after content edits) renews the coverage. Only what the run executed is covered:
@@ -44,11 +50,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
 from repomin.analysis.javacoverage import FILL as JAVA_FILL
+from repomin.analysis.javacoverage import JavaMethod, java_identifiers, java_methods
 from repomin.analysis.pycoverage import FILL, Definition, never_run_definitions
 from repomin.analysis.v8coverage import FileCoverage
 from repomin.passes.hints import SearchHints
 from repomin.passes.jslex import is_js, lex
 from repomin.passes.normalise import normalised, without_docstrings
+from repomin.passes.pyimports import NameSites
 from repomin.passes.textedit import compiles, describe_spans, splice
 from repomin.search.deletion.learning import SURVIVOR_PRIOR, learn_delete
 from repomin.search.problem import Problem
@@ -134,6 +142,7 @@ class CoverageCut:
             kept = learn_delete(problem, self.name, units, build, describe, priors)
             self.survived.update((u[0], originals[u[0]].data[u[1] : u[2]]) for u in kept)
         self._delete_definitions(problem, originals, units, kept, build)
+        self._delete_java_methods(problem, originals, units, kept, build)
 
     def _delete_definitions(
         self,
@@ -153,23 +162,36 @@ class CoverageCut:
             mine = [(s, e) for p, s, e in units if p == path and (p, s, e) not in keep]
             found = never_run_definitions(originals[path].data, mine)
             defs.update({(path, s, e): d for (s, e), d in found.items()})
-        named = _named(left, {d.name for d in defs.values()})
-        targets = [u for u in units if u in defs and _unnamed(defs[u], named)]
+        names = {d.name for d in defs.values()}
+        named = _named(left, names)
+        emptied_spans = {
+            p: [(s, e) for q, s, e in units if q == p and (q, s, e) not in keep] for p in originals
+        }
+        files = {
+            path: originals.get(path, entry).data
+            for path, entry in left.entries.items()
+            if _is_python(path) and entry.kind == "file"
+        }
+        sites = NameSites(files, {d.name for d in defs.values() if d.toplevel}, emptied_spans)
+        targets = [u for u in units if u in defs and _unnamed(defs[u], named, sites)]
         if not targets:
             return
         tree = problem.current
+        edited = sorted({u[0] for u in targets} | set(sites.paths))
 
         def build(remaining: Sequence[Unit]) -> Tree:
             stay = set(remaining)
+            gone_names = {defs[u].name for u in targets if u not in stay and defs[u].toplevel}
+            gone_names -= {defs[u].name for u in stay}  # a namesake that stays keeps its imports
             changes: dict[str, Entry | None] = {}
-            for path in {u[0] for u in targets}:
+            for path in edited:
                 gone = [u for u in targets if u[0] == path and u not in stay]
-                if not gone:
+                edits = sites.edits(path, gone_names)
+                if not gone and not edits:
                     continue
                 count: dict[int, int] = {}
                 for u in gone:
                     count[defs[u].block] = count.get(defs[u].block, 0) + 1
-                edits: list[tuple[int, int, bytes]] = []
                 filled: set[int] = set()
                 deleted = set(gone)
                 for p, s, e in units:
@@ -183,7 +205,8 @@ class CoverageCut:
                         edits.append((d.start, d.end, d.indent + b"pass\n"))
                     else:
                         edits.append((d.start, d.end, b""))
-                changes[path] = originals[path].with_data(splice(originals[path].data, edits))
+                base = originals.get(path, tree.entries[path])
+                changes[path] = base.with_data(splice(base.data, edits))
             return tree.with_changes(changes) if changes else tree
 
         def describe(chunk: Sequence[Unit]) -> str:
@@ -192,9 +215,74 @@ class CoverageCut:
             )
 
         bare = build([])
-        if not all(compiles(bare[path].data, path) for path in {u[0] for u in targets}):
+        if not all(compiles(bare[path].data, path) for path in edited):
             return  # a layout the line edits do not cover: the stubs stay
         if problem.try_first(self.name, [(bare, describe(targets))]) == 0:
+            return
+        learn_delete(problem, self.name, targets, build, describe)
+
+    def _delete_java_methods(
+        self,
+        problem: Problem,
+        originals: Mapping[str, Entry],
+        units: Sequence[Unit],
+        kept: Sequence[Unit],
+        emptied: Callable[[Sequence[Unit]], Tree],
+    ) -> None:
+        """Delete whole the emptied Java methods no code names (see the module docstring)."""
+        if not any(_is_java(u[0]) for u in units) or problem.current.digest != emptied(kept).digest:
+            return
+        tree = problem.current
+        keep = set(kept)
+        methods: dict[Unit, JavaMethod] = {}
+        for path in sorted({u[0] for u in units if _is_java(u[0])}):
+            by_body = {(m.start, m.end): m for m in java_methods(originals[path].data) or []}
+            for p, s, e in units:
+                if p == path and (p, s, e) not in keep and (s, e) in by_body:
+                    methods[(p, s, e)] = by_body[(s, e)]
+        counts: dict[bytes, int] = {}
+        for path, entry in tree.entries.items():
+            if _is_java(path) and entry.kind == "file":
+                found = java_identifiers(entry.data)
+                if found is None:
+                    return  # a file that does not lex may name anything
+                for word, n in found.items():
+                    counts[word] = counts.get(word, 0) + n
+        declared: dict[bytes, int] = {}
+        for m in methods.values():
+            declared[m.name.encode()] = declared.get(m.name.encode(), 0) + 1
+        targets = [
+            u
+            for u, m in methods.items()
+            if not m.override and counts.get(m.name.encode(), 0) == declared[m.name.encode()]
+        ]
+        if not targets:
+            return
+        spans = {
+            u: _whole_lines(originals[u[0]].data, methods[u].head, methods[u].end + 1)
+            for u in targets
+        }
+
+        def build(remaining: Sequence[Unit]) -> Tree:
+            stay = set(remaining)
+            changes: dict[str, Entry | None] = {}
+            for path in sorted({u[0] for u in targets}):
+                edits = [
+                    (*spans[(p, s, e)], b"")
+                    if (p, s, e) in spans and (p, s, e) not in stay
+                    else (s, e, JAVA_FILL)
+                    for p, s, e in units
+                    if p == path and (p, s, e) not in keep
+                ]
+                changes[path] = originals[path].with_data(splice(originals[path].data, edits))
+            return tree.with_changes(changes)
+
+        def describe(chunk: Sequence[Unit]) -> str:
+            return _describe(
+                "delete", "never-run methods", chunk, originals, lambda u: methods[u].head
+            )
+
+        if problem.try_first(self.name, [(build([]), describe(targets))]) == 0:
             return
         learn_delete(problem, self.name, targets, build, describe)
 
@@ -265,12 +353,29 @@ def _named(tree: Tree, names: set[str]) -> dict[str, tuple[int, int]]:
     return counts
 
 
-def _unnamed(definition: Definition, named: Mapping[str, tuple[int, int]]) -> bool:
+def _unnamed(
+    definition: Definition, named: Mapping[str, tuple[int, int]], sites: NameSites
+) -> bool:
     """May a never-run definition go whole? A method when no code names it bare (a call through
     an instance would have run it; ``property(_get)`` or a string would not); a function when
-    nothing names it at all (``module.f`` included)."""
+    nothing names it at all (``module.f`` included) but ``from … import`` statements and
+    ``__all__`` lists, which go with it (module-level functions only)."""
     bare, dotted = named[definition.name]
+    if definition.toplevel:
+        bare -= sites.count(definition.name)
     return bare == 0 and (definition.method or dotted == 0)
+
+
+def _whole_lines(data: bytes, start: int, end: int) -> tuple[int, int]:
+    """``[start, end)`` grown to whole lines when only blanks share them."""
+    first = data.rfind(b"\n", 0, start) + 1
+    if data[first:start].strip():
+        first = start
+    last = data.find(b"\n", end)
+    last = len(data) if last < 0 else last + 1
+    if data[end:last].strip():
+        last = end
+    return first, last
 
 
 def _is_python(path: str) -> bool:

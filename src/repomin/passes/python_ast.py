@@ -10,7 +10,8 @@ everything else in the file keeps its formatting. Per Python file, largest first
    are statements like any other. A body emptied completely becomes ``pass``. Statements
    sharing a line (``a; b``, or a body on its header's line) move as one unit or not at all.
 2. **Unwrapping.** A compound statement replaced by its dedented body (``try:``, ``with``,
-   ``if``, loops), outermost first.
+   ``if``, loops), and an ``if`` or loop by its dedented ``else`` block (the branch that ran
+   when the other is a never-run ``...``), outermost first.
 3. **Decorators**, with the same search.
 4. **Names of multi-name imports** (``from m import a, b`` -> ``from m import a``), likewise.
 
@@ -201,18 +202,24 @@ class _FileReducer:
             src = self.source()
             if src is None:
                 return
-            nodes: list[ast.stmt] = [n for n in ast.walk(src.module) if isinstance(n, _UNWRAPPABLE)]
-            nodes.sort(key=lambda n: (n.lineno, n.col_offset))
-            if position >= len(nodes):
+            nodes = sorted(
+                (n for n in ast.walk(src.module) if isinstance(n, _UNWRAPPABLE)),
+                key=lambda n: (n.lineno, n.col_offset),
+            )
+            parts = [(n, f) for n in nodes for f in _unwrap_fields(src, n)]
+            if position >= len(parts):
                 return
 
             def candidates(
-                src: PySource = src, nodes: list[ast.stmt] = nodes, base: int = position
+                src: PySource = src,
+                parts: Sequence[tuple[ast.stmt, str]] = parts,
+                base: int = position,
             ) -> Iterable[tuple[Tree, str]]:
-                for node in nodes[base:]:
-                    data = _unwrapped(src, node)
+                for node, field in parts[base:]:
+                    data = _unwrapped(src, node, field)
                     tree = self.problem.current if data is None else self._candidate(data)
-                    yield tree, f"unwrap {_keyword(node)} at line {node.lineno} of {self.path}"
+                    what = _keyword(node) if field == "body" else f"{_keyword(node)}'s else"
+                    yield tree, f"unwrap {what} at line {node.lineno} of {self.path}"
 
             won = self.problem.try_first(self.phase, candidates())
             if won is None:
@@ -314,10 +321,12 @@ def _keyword(node: ast.stmt) -> str:
     }.get(type(node).__name__, type(node).__name__)
 
 
-def unwrap_edit(src: PySource, node: ast.stmt) -> tuple[int, int, bytes] | None:
-    """The edit that replaces ``node`` (with its decorators) by its own body, dedented one
-    level, as ``(start, end, text)``; None if unsafe."""
-    body: list[ast.stmt] = getattr(node, "body", [])
+def unwrap_edit(
+    src: PySource, node: ast.stmt, field: str = "body"
+) -> tuple[int, int, bytes] | None:
+    """The edit that replaces ``node`` (with its decorators) by its own body -- or its ``else``
+    block, ``field="orelse"`` -- dedented one level, as ``(start, end, text)``; None if unsafe."""
+    body: list[ast.stmt] = getattr(node, field, [])
     if not body or not src.stmt_alone([node]):
         return None
     first = src.first_line(body[0])
@@ -337,7 +346,20 @@ def unwrap_edit(src: PySource, node: ast.stmt) -> tuple[int, int, bytes] | None:
     return start, end, b"".join(lines)
 
 
-def _unwrapped(src: PySource, node: ast.stmt) -> bytes | None:
-    """The file with ``node`` replaced by its own body, dedented one level; None if unsafe."""
-    edit = unwrap_edit(src, node)
+def _unwrapped(src: PySource, node: ast.stmt, field: str = "body") -> bytes | None:
+    """The file with ``node`` replaced by its own body (or ``else`` block), dedented one level;
+    None if unsafe."""
+    edit = unwrap_edit(src, node, field)
     return None if edit is None else splice(src.data, [edit])
+
+
+def _unwrap_fields(src: PySource, node: ast.stmt) -> list[str]:
+    """What ``node`` can be replaced by: its body, and an ``if``'s or loop's ``else`` block (an
+    ``elif`` is none: its text starts with ``elif``; a ``try``'s ``else`` needs its body)."""
+    orelse: list[ast.stmt] = getattr(node, "orelse", None) or []
+    if not orelse or isinstance(node, ast.Try | ast.TryStar):
+        return ["body"]
+    first = orelse[0]
+    if isinstance(first, ast.If) and src.line(first.lineno)[first.col_offset :].startswith(b"elif"):
+        return ["body"]
+    return ["body", "orelse"]
