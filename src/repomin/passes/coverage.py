@@ -47,6 +47,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 from repomin.analysis.javacoverage import FILL as JAVA_FILL
@@ -91,6 +92,17 @@ def never_run_bodies(data: bytes, never: Sequence[tuple[int, int, bool]]) -> lis
             continue
         out.append(span)
     return out
+
+
+@dataclass(frozen=True)
+class _Emptying:
+    """What the emptying candidate worked on: the files as they were, every unit, the units the
+    search kept (not emptied) and the tree with all but the given units emptied."""
+
+    originals: Mapping[str, Entry]
+    units: Sequence[Unit]
+    kept: Sequence[Unit]
+    build: Callable[[Sequence[Unit]], Tree]
 
 
 class CoverageCut:
@@ -141,19 +153,14 @@ class CoverageCut:
             ]
             kept = learn_delete(problem, self.name, units, build, describe, priors)
             self.survived.update((u[0], originals[u[0]].data[u[1] : u[2]]) for u in kept)
-        self._delete_definitions(problem, originals, units, kept, build)
-        self._delete_java_methods(problem, originals, units, kept, build)
+        done = _Emptying(originals, units, kept, build)
+        self._delete_definitions(problem, done)
+        self._delete_java_methods(problem, done)
 
-    def _delete_definitions(
-        self,
-        problem: Problem,
-        originals: Mapping[str, Entry],
-        units: Sequence[Unit],
-        kept: Sequence[Unit],
-        emptied: Callable[[Sequence[Unit]], Tree],
-    ) -> None:
+    def _delete_definitions(self, problem: Problem, done: _Emptying) -> None:
         """Delete whole the Python functions the emptying emptied (see the module docstring)."""
-        left = emptied(kept)
+        originals, units, kept = done.originals, done.units, done.kept
+        left = done.build(kept)
         if problem.current.digest != left.digest:
             return  # the incumbent is not what the emptying left (a concurrent acceptance)
         keep = set(kept)
@@ -221,16 +228,13 @@ class CoverageCut:
             return
         learn_delete(problem, self.name, targets, build, describe)
 
-    def _delete_java_methods(
-        self,
-        problem: Problem,
-        originals: Mapping[str, Entry],
-        units: Sequence[Unit],
-        kept: Sequence[Unit],
-        emptied: Callable[[Sequence[Unit]], Tree],
-    ) -> None:
+    def _delete_java_methods(self, problem: Problem, done: _Emptying) -> None:
         """Delete whole the emptied Java methods no code names (see the module docstring)."""
-        if not any(_is_java(u[0]) for u in units) or problem.current.digest != emptied(kept).digest:
+        originals, units, kept = done.originals, done.units, done.kept
+        if (
+            not any(_is_java(u[0]) for u in units)
+            or problem.current.digest != done.build(kept).digest
+        ):
             return
         tree = problem.current
         keep = set(kept)
