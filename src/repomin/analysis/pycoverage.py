@@ -6,13 +6,13 @@ front of ``PYTHONPATH``. Every Python process of the command that reads ``PYTHON
 ``-E``/``-I``/``-S``, and not when the command sets ``PYTHONPATH`` itself) then imports it at
 start-up. It:
 
-* records each code object the process starts and each line it runs, once: with
-  ``sys.monitoring`` (Python 3.12 and later) ``PY_START`` and ``LINE`` callbacks that disable
-  themselves for that code or line at once, so the cost is one call per function and per line;
-  before 3.12 a global ``sys.settrace`` function (one call per Python call) that traces the lines
-  only of code outside the interpreter's prefixes (the standard library and installed packages
-  are not the tree), up to :data:`LINE_BUDGET` line events, after which the process records no
-  lines at all;
+* records each code object the process starts, and each line it runs of code outside the
+  interpreter's prefixes (the standard library and installed packages are not the tree), once:
+  with ``sys.monitoring`` (Python 3.12 and later) ``PY_START`` and ``LINE`` callbacks that
+  disable themselves for that code or line at once, so the cost is one call per function and
+  per line; before 3.12 a global ``sys.settrace`` function (one call per Python call) with a
+  local one for the lines, up to :data:`LINE_BUDGET` line events, after which the process
+  records no lines at all;
 * takes its own directory off ``sys.path`` again and imports the ``sitecustomize`` it shadowed
   (Debian ships one), so the program sees the path and the start-up it would have seen;
 * writes, when the process exits normally (``atexit``; not ``os._exit``, not a signal), one JSON
@@ -82,6 +82,10 @@ def _repomin_pycov():
     seen = set()
     lines = set()
     budget = [LINE_BUDGET]
+    skip = ("<",) + tuple(
+        os.path.join(os.path.abspath(p), "")
+        for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    )
     monitoring = getattr(sys, "monitoring", None)
     if monitoring is not None:
         for tool in (5, 4, 3):
@@ -95,7 +99,8 @@ def _repomin_pycov():
                 return monitoring.DISABLE
 
             def line(code, number):
-                lines.add((code.co_filename, number))
+                if not code.co_filename.startswith(skip):
+                    lines.add((code.co_filename, number))
                 return monitoring.DISABLE
 
             events = monitoring.events
@@ -104,10 +109,6 @@ def _repomin_pycov():
             monitoring.set_events(tool, events.PY_START | events.LINE)
             break
     else:
-        skip = tuple(
-            os.path.join(os.path.abspath(p), "")
-            for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-        )
 
         def local(frame, event, arg):
             if event == "line":
