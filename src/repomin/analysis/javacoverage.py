@@ -121,17 +121,13 @@ def descriptor_arity(params: str) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class JavaMethod:
-    """A method with a body: its classes' nesting, name, parameter count and body's inside
-    (``start``, ``end``: the ``}``); ``head``: where its declaration starts (its first
-    annotation or modifier); ``override``: annotated ``@Override``."""
+    """A method with a body: its classes' nesting, name, parameter count and body's inside."""
 
     classes: tuple[str, ...]
     name: str
     arity: int
     start: int
     end: int
-    head: int
-    override: bool
 
 
 _KEYWORDS = frozenset(
@@ -245,19 +241,6 @@ def _tokens(data: bytes) -> list[tuple[int, bytes]] | None:
     return out
 
 
-def java_identifiers(data: bytes) -> dict[bytes, int] | None:
-    """How often each identifier occurs in ``data``'s code (not in comments or literals); None
-    when ``data`` does not lex."""
-    tokens = _tokens(data)
-    if tokens is None:
-        return None
-    counts: dict[bytes, int] = {}
-    for _, text in tokens:
-        if _IDENTIFIER.fullmatch(text.decode("utf-8", "replace")):
-            counts[text] = counts.get(text, 0) + 1
-    return counts
-
-
 def _escaped(data: bytes, at: int) -> bool:
     slashes = 0
     while at - slashes - 1 >= 0 and data[at - slashes - 1] == ord("\\"):
@@ -276,7 +259,6 @@ def java_methods(data: bytes) -> list[JavaMethod] | None:
     # each open brace: ("class", name) | ("enum", name) before its ';' | ("other", "")
     stack: list[tuple[str, str]] = []
     header: list[bytes] = []
-    head = 0
     for index, (offset, text) in enumerate(tokens):
         if text == b"{":
             kind = _open(stack, header)
@@ -285,20 +267,8 @@ def java_methods(data: bytes) -> list[JavaMethod] | None:
                 if close is None:
                     return None
                 classes = tuple(name for k, name in stack if k in ("class", "enum", "enumbody"))
-                override = any(
-                    w == b"@" and header[k + 1 : k + 2] == [b"Override"]
-                    for k, w in enumerate(header)
-                )
                 methods.append(
-                    JavaMethod(
-                        classes,
-                        kind[1],
-                        _arity(header),
-                        offset + 1,
-                        tokens[close][0],
-                        head,
-                        override,
-                    )
+                    JavaMethod(classes, kind[1], _arity(header), offset + 1, tokens[close][0])
                 )
                 stack.append(("other", ""))
             else:
@@ -314,8 +284,6 @@ def java_methods(data: bytes) -> list[JavaMethod] | None:
                 stack[-1] = ("enumbody", stack[-1][1])
             header = []
         else:
-            if not header:
-                head = offset
             header.append(text)
     return methods if not stack else None
 
@@ -459,7 +427,6 @@ __all__ = [
     "JCOV_DIR",
     "JavaMethod",
     "descriptor_arity",
-    "java_identifiers",
     "java_methods",
     "jvm_options",
     "read_javacoverage",

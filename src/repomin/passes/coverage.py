@@ -26,11 +26,8 @@ a method whose name occurs only after a dot (a call through an instance would ha
 ``property(_get)``, a class-level alias or a string would not); in one candidate, split by the
 same search when rejected (decorators and all, whole lines; a statement list left empty keeps a
 ``pass``). A function still named stays a ``...`` stub for the statement search, which can
-delete it with its references. Java's emptied methods go the same way, from their first
-annotation or modifier to the closing brace, when the tree's Java code (outside comments and
-literals) names them only where they are declared and they are not ``@Override``: ``javac``
-refuses a class whose overridden or called method is gone, and a split costs a compile per
-decision, so only what nothing names is proposed (an overload shares its name: all stay).
+delete it with its references. (Java's methods stay stubs: ``javac`` refuses a class whose
+overridden or called method is gone, and the split then costs a compile per method.)
 
 Files with stale coverage (changed since the trace) are skipped: a later traced run (the
 re-traced cut, after content edits) renews the coverage. Only what the run executed is covered:
@@ -51,7 +48,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from repomin.analysis.javacoverage import FILL as JAVA_FILL
-from repomin.analysis.javacoverage import JavaMethod, java_identifiers, java_methods
 from repomin.analysis.pycoverage import FILL, Definition, never_run_definitions
 from repomin.analysis.v8coverage import FileCoverage
 from repomin.passes.hints import SearchHints
@@ -155,7 +151,6 @@ class CoverageCut:
             self.survived.update((u[0], originals[u[0]].data[u[1] : u[2]]) for u in kept)
         done = _Emptying(originals, units, kept, build)
         self._delete_definitions(problem, done)
-        self._delete_java_methods(problem, done)
 
     def _delete_definitions(self, problem: Problem, done: _Emptying) -> None:
         """Delete whole the Python functions the emptying emptied (see the module docstring)."""
@@ -225,68 +220,6 @@ class CoverageCut:
         if not all(compiles(bare[path].data, path) for path in edited):
             return  # a layout the line edits do not cover: the stubs stay
         if problem.try_first(self.name, [(bare, describe(targets))]) == 0:
-            return
-        learn_delete(problem, self.name, targets, build, describe)
-
-    def _delete_java_methods(self, problem: Problem, done: _Emptying) -> None:
-        """Delete whole the emptied Java methods no code names (see the module docstring)."""
-        originals, units, kept = done.originals, done.units, done.kept
-        if (
-            not any(_is_java(u[0]) for u in units)
-            or problem.current.digest != done.build(kept).digest
-        ):
-            return
-        tree = problem.current
-        keep = set(kept)
-        methods: dict[Unit, JavaMethod] = {}
-        for path in sorted({u[0] for u in units if _is_java(u[0])}):
-            by_body = {(m.start, m.end): m for m in java_methods(originals[path].data) or []}
-            for p, s, e in units:
-                if p == path and (p, s, e) not in keep and (s, e) in by_body:
-                    methods[(p, s, e)] = by_body[(s, e)]
-        counts: dict[bytes, int] = {}
-        for path, entry in tree.entries.items():
-            if _is_java(path) and entry.kind == "file":
-                found = java_identifiers(entry.data)
-                if found is None:
-                    return  # a file that does not lex may name anything
-                for word, n in found.items():
-                    counts[word] = counts.get(word, 0) + n
-        declared: dict[bytes, int] = {}
-        for m in methods.values():
-            declared[m.name.encode()] = declared.get(m.name.encode(), 0) + 1
-        targets = [
-            u
-            for u, m in methods.items()
-            if not m.override and counts.get(m.name.encode(), 0) == declared[m.name.encode()]
-        ]
-        if not targets:
-            return
-        spans = {
-            u: _whole_lines(originals[u[0]].data, methods[u].head, methods[u].end + 1)
-            for u in targets
-        }
-
-        def build(remaining: Sequence[Unit]) -> Tree:
-            stay = set(remaining)
-            changes: dict[str, Entry | None] = {}
-            for path in sorted({u[0] for u in targets}):
-                edits = [
-                    (*spans[(p, s, e)], b"")
-                    if (p, s, e) in spans and (p, s, e) not in stay
-                    else (s, e, JAVA_FILL)
-                    for p, s, e in units
-                    if p == path and (p, s, e) not in keep
-                ]
-                changes[path] = originals[path].with_data(splice(originals[path].data, edits))
-            return tree.with_changes(changes)
-
-        def describe(chunk: Sequence[Unit]) -> str:
-            return _describe(
-                "delete", "never-run methods", chunk, originals, lambda u: methods[u].head
-            )
-
-        if problem.try_first(self.name, [(build([]), describe(targets))]) == 0:
             return
         learn_delete(problem, self.name, targets, build, describe)
 
@@ -368,18 +301,6 @@ def _unnamed(
     if definition.toplevel:
         bare -= sites.count(definition.name)
     return bare == 0 and (definition.method or dotted == 0)
-
-
-def _whole_lines(data: bytes, start: int, end: int) -> tuple[int, int]:
-    """``[start, end)`` grown to whole lines when only blanks share them."""
-    first = data.rfind(b"\n", 0, start) + 1
-    if data[first:start].strip():
-        first = start
-    last = data.find(b"\n", end)
-    last = len(data) if last < 0 else last + 1
-    if data[end:last].strip():
-        last = end
-    return first, last
 
 
 def _is_python(path: str) -> bool:
