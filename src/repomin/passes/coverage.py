@@ -44,7 +44,6 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import ClassVar
 
 from repomin.analysis.javacoverage import FILL as JAVA_FILL
@@ -88,17 +87,6 @@ def never_run_bodies(data: bytes, never: Sequence[tuple[int, int, bool]]) -> lis
             continue
         out.append(span)
     return out
-
-
-@dataclass(frozen=True)
-class _Emptying:
-    """What the emptying candidate worked on: the files as they were, every unit, the units the
-    search kept (not emptied) and the tree with all but the given units emptied."""
-
-    originals: Mapping[str, Entry]
-    units: Sequence[Unit]
-    kept: Sequence[Unit]
-    build: Callable[[Sequence[Unit]], Tree]
 
 
 class CoverageCut:
@@ -149,13 +137,18 @@ class CoverageCut:
             ]
             kept = learn_delete(problem, self.name, units, build, describe, priors)
             self.survived.update((u[0], originals[u[0]].data[u[1] : u[2]]) for u in kept)
-        done = _Emptying(originals, units, kept, build)
-        self._delete_definitions(problem, done)
+        self._delete_definitions(problem, originals, units, kept, build)
 
-    def _delete_definitions(self, problem: Problem, done: _Emptying) -> None:
+    def _delete_definitions(
+        self,
+        problem: Problem,
+        originals: Mapping[str, Entry],
+        units: Sequence[Unit],
+        kept: Sequence[Unit],
+        emptied: Callable[[Sequence[Unit]], Tree],
+    ) -> None:
         """Delete whole the Python functions the emptying emptied (see the module docstring)."""
-        originals, units, kept = done.originals, done.units, done.kept
-        left = done.build(kept)
+        left = emptied(kept)
         if problem.current.digest != left.digest:
             return  # the incumbent is not what the emptying left (a concurrent acceptance)
         keep = set(kept)
@@ -164,8 +157,7 @@ class CoverageCut:
             mine = [(s, e) for p, s, e in units if p == path and (p, s, e) not in keep]
             found = never_run_definitions(originals[path].data, mine)
             defs.update({(path, s, e): d for (s, e), d in found.items()})
-        names = {d.name for d in defs.values()}
-        named = _named(left, names)
+        named = _named(left, {d.name for d in defs.values()})
         emptied_spans = {
             p: [(s, e) for q, s, e in units if q == p and (q, s, e) not in keep] for p in originals
         }

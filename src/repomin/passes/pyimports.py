@@ -66,7 +66,10 @@ class NameSites:
         self._all: dict[str, list[_AllElement]] = {}
         self._counts: dict[str, int] = dict.fromkeys(names, 0)
         wanted = set(names)
+        spelled = [n.encode() for n in wanted]
         for path, data in files.items():
+            if not any(n in data for n in spelled):
+                continue  # no site can be here: spare the parse
             src = PySource.parse(data)
             if src is None:
                 continue
