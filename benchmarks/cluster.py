@@ -1,6 +1,7 @@
 """Cluster benchmark: one latency-bound reduction on a local Dask cluster of W workers.
 
     PYTHONPATH=src python benchmarks/cluster.py [--workers 1,4,8,16] [--files 2000] [--sleep 1]
+        [--rate 0.6] [--host] [--defaults]
 
 The case: a 2,000-file tree in nested directories, 6 of which are needed; every run sleeps
 ``--sleep`` seconds and then checks which of the needed files exist (so runs are latency-bound
@@ -9,7 +10,15 @@ single-threaded workers start on 127.0.0.1 (``dask scheduler`` / ``dask worker``
 ``repomin reduce --cluster`` runs with ``--jobs`` = W threads (the default) and ``--no-trace``
 (a traced run would see the needed files at once and leave no search to parallelise). Prints
 one JSON object per W and a Markdown table: wall, oracle runs, speedup over 1 worker (or the
-first W), bytes shipped per sample. Writes nothing else (temporary directories are removed).
+first W), bytes shipped per sample, and the workers' utilisation: sample-seconds ÷ (W × wall)
+(the samples' own wall time, ``execution.sample_wall_seconds``, over the slot time the
+reduction had). Writes nothing else (temporary directories are removed).
+
+``--rate P``: the failure shows in a run with probability P (a flaky command: the search
+samples). ``--host``: the same reduction with ``--jobs W`` on the host runner instead of a
+cluster (the search's width without Dask's dispatch). ``--defaults``: the user's defaults for
+the baseline and the payload gate instead of two runs each (the gate then costs what a user
+pays).
 """
 
 from __future__ import annotations
@@ -48,8 +57,11 @@ def make_repo(root: Path, n_files: int, needed: int, seed: int = 14) -> list[str
     return sorted(rng.sample(paths, needed))
 
 
-def command(needed: list[str], sleep: float) -> str:
+def command(needed: list[str], sleep: float, rate: float = 1.0) -> str:
     checks = " && ".join(f"test -e {p}" for p in needed)
+    if rate < 1.0:  # a uniform draw in [0, 65536) from the kernel: sh has no $RANDOM
+        draw = "$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')"
+        checks += f" && [ {draw} -lt {int(rate * 65536)} ]"
     return f"sleep {sleep}; if {checks}; then echo BUG; exit 1; fi; exit 0"
 
 
@@ -119,12 +131,20 @@ class Cluster:
                 proc.wait()
 
 
-def run_one(workers: int, files: int, needed_n: int, sleep: float) -> dict[str, Any]:
+def run_one(
+    workers: int,
+    files: int,
+    needed_n: int,
+    sleep: float,
+    rate: float = 1.0,
+    host: bool = False,
+    defaults: bool = False,
+) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="repomin-bench-cluster-"))
     try:
         src = root / "repo"
         needed = make_repo(src, files, needed_n)
-        cluster = Cluster(root, workers)
+        cluster = None if host else Cluster(root, workers)
         try:
             out = root / "out"
             argv = [
@@ -136,27 +156,24 @@ def run_one(workers: int, files: int, needed_n: int, sleep: float) -> dict[str, 
                 "-o",
                 str(out),
                 "--command",
-                command(needed, sleep),
+                command(needed, sleep, rate),
                 "--match",
                 "BUG",
                 "--no-trace",
-                "--baseline-runs",
-                "2",
-                "--final-runs",
-                "2",
+                *([] if defaults else ["--baseline-runs", "2", "--final-runs", "2"]),
                 "--no-session",
                 "-q",
                 "--timeout",
                 str(30 + 5 * sleep),
-                "--cluster",
-                cluster.address,
+                *(["--jobs", str(workers)] if cluster is None else ["--cluster", cluster.address]),
             ]
             env = {**os.environ, "PYTHONPATH": str(SRC)}
             t0 = time.monotonic()
             done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=7200)
             wall = time.monotonic() - t0
         finally:
-            cluster.stop()
+            if cluster is not None:
+                cluster.stop()
         if done.returncode != 0:
             raise SystemExit(f"reduce failed ({done.returncode}): {done.stderr[-2000:]}")
         report = json.loads((root / "out.repomin" / "report.json").read_text())
@@ -167,9 +184,11 @@ def run_one(workers: int, files: int, needed_n: int, sleep: float) -> dict[str, 
             "jobs": ex["jobs"],
             "wall_seconds": round(wall, 1),
             "oracle_runs": ex["oracle_samples"],
-            "bytes_per_sample": ex["cluster_bytes_per_sample"],
-            "bytes_shipped": ex["cluster_bytes_shipped"],
+            "bytes_per_sample": ex.get("cluster_bytes_per_sample") or 0,
+            "bytes_shipped": ex.get("cluster_bytes_shipped") or 0,
             "payload_is_needed_files": kept == needed,
+            "utilisation": round(ex["sample_wall_seconds"] / (workers * wall), 3),
+            "load": round(os.getloadavg()[0], 2),
         }
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -221,6 +240,10 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=2000)
     ap.add_argument("--needed", type=int, default=6)
     ap.add_argument("--sleep", type=float, default=1.0)
+    ap.add_argument("--rate", type=float, default=1.0, help="the failure's rate per run")
+    ap.add_argument("--host", action="store_true", help="--jobs W on the host, no cluster")
+    ap.add_argument("--defaults", action="store_true", help="default baseline and gate")
+    ap.add_argument("--repomin-src", type=Path, help="another checkout to run (its src/)")
     ap.add_argument(
         "--throughput",
         type=int,
@@ -229,24 +252,30 @@ def main() -> None:
         help="instead of reductions: N independent samples at each W",
     )
     a = ap.parse_args()
+    if a.repomin_src is not None:
+        global SRC
+        SRC = a.repomin_src.resolve() / "src"
     if a.throughput:
         for w in (int(x) for x in a.workers.split(",")):
             print(json.dumps(throughput(w, a.files, a.needed, a.sleep, a.throughput)), flush=True)
         return
     rows = []
     for w in (int(x) for x in a.workers.split(",")):
-        row = run_one(w, a.files, a.needed, a.sleep)
+        row = run_one(w, a.files, a.needed, a.sleep, a.rate, a.host, a.defaults)
         rows.append(row)
         print(json.dumps(row), flush=True)
     ones = [r for r in rows if r["workers"] == 1]
     base = (ones or rows)[0]["wall_seconds"]
-    print("\n| workers | wall (s) | oracle runs | speedup | bytes per sample | payload = needed |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "\n| workers | wall (s) | oracle runs | speedup | utilisation | bytes per sample "
+        "| payload = needed | load |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
             f"| {r['workers']} | {r['wall_seconds']} | {r['oracle_runs']} | "
-            f"{base / r['wall_seconds']:.2f}× | {r['bytes_per_sample']:.0f} | "
-            f"{r['payload_is_needed_files']} |"
+            f"{base / r['wall_seconds']:.2f}× | {r['utilisation']:.0%} | "
+            f"{r['bytes_per_sample']:.0f} | {r['payload_is_needed_files']} | {r['load']} |"
         )
 
 

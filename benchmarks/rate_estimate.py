@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.montecarlo import reduce_once
 from tests.unit import test_rate_estimate_coverage as study
 
-from repomin.sampling import incumbent, stats
+from repomin.sampling import rate_evidence, stats
 from repomin.sampling.policy import GATED_SCREEN_POWER
 
 
@@ -63,11 +63,11 @@ def enumerated(rates: list[float]) -> dict[float, float]:
     """P(estimate <= p) summed over all 2^20 windows (numpy), from the same bound table."""
     import numpy as np
 
-    w = incumbent.RATE_WINDOW
+    w = rate_evidence.RATE_WINDOW
     table = np.array(
         [
             [*row, *[math.inf] * (w - len(row) + 1)]
-            for row in study.bounds(incumbent.SIZING_CONFIDENCE)
+            for row in study.bounds(rate_evidence.SIZING_CONFIDENCE)
         ]
     )
     codes = np.arange(1 << w, dtype=np.int64)
@@ -84,12 +84,12 @@ def window_coverage(p: float) -> float:
     alternative's exact coverage (at least c: a Clopper-Pearson bound of fixed n)."""
     from scipy.stats import binom
 
-    n, c = incumbent.RATE_WINDOW, incumbent.SIZING_CONFIDENCE
+    n, c = rate_evidence.RATE_WINDOW, rate_evidence.SIZING_CONFIDENCE
     return float(binom.cdf(max(k for k in range(n + 1) if stats.lower_bound(k, n, c) <= p), n, p))
 
 
 def exact(rates: list[float], enumerate_all: bool, estimate: str) -> None:
-    c = incumbent.SIZING_CONFIDENCE
+    c = rate_evidence.SIZING_CONFIDENCE
     if estimate == "window":
         row = {"confidence": c, "window_coverage": {p: window_coverage(p) for p in rates}}
         print(json.dumps(row), flush=True)
@@ -97,7 +97,7 @@ def exact(rates: list[float], enumerate_all: bool, estimate: str) -> None:
     low, at = study.infimum(c)
     row = {
         "confidence": c,
-        "window": incumbent.RATE_WINDOW,
+        "window": rate_evidence.RATE_WINDOW,
         "coverage": {p: study.coverage(p, c) for p in rates},
         "infimum": low,
         "infimum_as_p_rises_to": at,
@@ -145,11 +145,11 @@ def e2e_row(p: float, seeds: range, junk: int) -> dict[str, object]:
     }
 
 
-def whole_window(self: incumbent.RateEvidence) -> float:
+def whole_window(self: rate_evidence.RateEvidence) -> float:
     """The alternative ``--estimate window``: one bound over the whole window."""
     if not self.recent:
         return self.base
-    return stats.lower_bound(sum(self.recent), len(self.recent), incumbent.SIZING_CONFIDENCE)
+    return stats.lower_bound(sum(self.recent), len(self.recent), rate_evidence.SIZING_CONFIDENCE)
 
 
 def main() -> None:
@@ -165,9 +165,9 @@ def main() -> None:
     ap.add_argument("--junk", type=int, default=120, help="irrelevant files of --e2e")
     args = ap.parse_args()
     if args.estimate == "window":
-        incumbent.RateEvidence.estimate = whole_window  # type: ignore[method-assign]
+        rate_evidence.RateEvidence.estimate = whole_window  # type: ignore[method-assign]
     if args.confidence is not None:
-        incumbent.SIZING_CONFIDENCE = args.confidence
+        rate_evidence.SIZING_CONFIDENCE = args.confidence
         study.bounds.cache_clear()
     rates = [float(x) for x in args.rates.split(",")]
     exact(rates, args.enumerate, args.estimate)

@@ -16,8 +16,9 @@ from repomin.failure.contract import FailureContract, FailureSpec
 from repomin.passes import REGISTRY, STALL_ONLY
 from repomin.sampling.accounting import Ledger
 from repomin.sampling.oracle import Oracle, SamplingConfig
+from repomin.search.background import Background
 from repomin.search.problem import Pass, ProblemDefaults
-from repomin.search.reducer import Background, Reduction, run_passes
+from repomin.search.reducer import Reduction, run_passes
 from repomin.tree import Entry, Tree
 from tests.conftest import FakeRunner
 

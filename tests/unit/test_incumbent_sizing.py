@@ -22,9 +22,9 @@ from repomin.app.session import Session, default_session_dir
 from repomin.failure.contract import FailureSpec
 from repomin.failure.identity import Identity
 from repomin.sampling import stats
-from repomin.sampling.incumbent import SIZING_CONFIDENCE, RateEvidence, screen_for
 from repomin.sampling.oracle import Oracle, OracleHooks
 from repomin.sampling.policy import SamplingConfig, SamplingPolicy
+from repomin.sampling.rate_evidence import SIZING_CONFIDENCE, RateEvidence, screen_for
 from repomin.sampling.verdict import Verdict
 from repomin.tree import Entry, Tree
 from tests.conftest import FakeRunner, fake_oracle

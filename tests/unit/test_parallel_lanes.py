@@ -272,7 +272,6 @@ def test_a_budget_stop_mid_race_keeps_the_accounting() -> None:
 def test_the_ordered_view_forwards_the_chain_width() -> None:
     """``ordered`` searches one file through a budget view: without the forward its learning
     searches would go one candidate at a time under a flaky command."""
-    from repomin.search.breadth import chain_width
     from repomin.search.view import focus
 
     runner = KeyedRunner(_rate)
@@ -281,4 +280,4 @@ def test_the_ordered_view_forwards_the_chain_width() -> None:
     oracle.run_baseline(tree, 4)
     red = Reduction(initial=tree, oracle=oracle, ledger=Ledger(), jobs=4, protected=lambda p: False)
     assert red.chain_width == 4
-    assert chain_width(focus(red, "d1/f1.txt", 10)) == 4
+    assert focus(red, "d1/f1.txt", 10).chain_width == 4

@@ -17,8 +17,12 @@ class _Slots(PredicateProblem):
 
     def __init__(self, tree: Tree, needed: set[str], width: int) -> None:
         super().__init__(tree, lambda t: needed <= set(t["f"].data.decode().split()))
-        self.batch_width = width
+        self.width = width
         self.rounds: list[list[str]] = []
+
+    @property
+    def batch_width(self) -> int:
+        return self.width
 
     def try_first(self, phase: str, candidates: Iterable[tuple[Tree, str]]) -> int | None:
         seen: list[str] = []

@@ -32,9 +32,9 @@ from pathlib import Path
 import pytest
 
 from repomin.errors import BaselineError
-from repomin.sampling import incumbent, stats
-from repomin.sampling.incumbent import RATE_WINDOW, SIZING_CONFIDENCE, RateEvidence
+from repomin.sampling import rate_evidence, stats
 from repomin.sampling.policy import GATED_SCREEN_POWER, SamplingConfig
+from repomin.sampling.rate_evidence import RATE_WINDOW, SIZING_CONFIDENCE, RateEvidence
 from repomin.tree import Entry, Tree
 from tests.conftest import FakeRunner, fake_oracle
 
@@ -125,7 +125,7 @@ def test_the_exact_coverage_is_what_the_docs_state() -> None:
     assert at == pytest.approx(stats.lower_bound(4, 12, SIZING_CONFIDENCE), abs=1e-15)
     # the calibrated confidence: the least at which every p is covered with probability 0.8
     assert infimum(CALIBRATED + 1e-8)[0] >= 0.8 > infimum(CALIBRATED - 1e-8)[0]
-    section, module_doc = _section_3a(), incumbent.__doc__ or ""
+    section, module_doc = _section_3a(), rate_evidence.__doc__ or ""
     for p, value in COVERAGE.items():
         assert f"{value:.3f}" in section and f"{value:.3f}" in module_doc, (p, value)
     assert f"{INFIMUM:.3f}" in module_doc

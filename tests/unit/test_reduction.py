@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from repomin.passes import STALL_ONLY
 from repomin.sampling.accounting import Ledger
 from repomin.sampling.oracle import Budget, Oracle, Sampling, SamplingConfig
-from repomin.search.reducer import Background, Reduction, ReductionResult, run_passes
+from repomin.search.background import Background
+from repomin.search.reducer import Reduction, ReductionResult, run_passes
 from repomin.tree import Entry, Tree
 from tests.conftest import FakeRunner, fake_oracle
 from tests.unit._pass_harness import fresh

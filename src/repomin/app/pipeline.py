@@ -63,8 +63,9 @@ from repomin.sampling.oracle import Oracle, StopSearch
 from repomin.sampling.rate_guard import CurrentPass, KeepRate, slippage_record
 from repomin.sampling.timeouts import AdaptiveTimeoutRunner
 from repomin.sampling.verdict import Baseline, Verdict
+from repomin.search.incumbent import Mutation
 from repomin.search.prefetch import FinalPrefetch
-from repomin.search.reducer import Mutation, Reduction, ReductionResult, run_passes
+from repomin.search.reducer import Reduction, ReductionResult, run_passes
 from repomin.tree import Tree
 
 

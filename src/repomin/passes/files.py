@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from repomin.passes.hints import SearchHints
-from repomin.search.breadth import broad
 from repomin.search.deletion.learning import SURVIVOR_PRIOR, learn_delete
 from repomin.search.problem import Problem
 from repomin.tree import Tree
@@ -52,7 +51,7 @@ class DeleteFiles:
         self.survived: set[str] = set()
 
     def run(self, problem: Problem) -> None:
-        wide = broad(problem, WIDE)
+        wide = problem.batch_width >= WIDE
         if problem.current.file_count <= (FLAT_WIDE_LIMIT if wide else FLAT_LIMIT):
             self._flat(problem)
             return

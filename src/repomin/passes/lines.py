@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from repomin.passes.textedit import Guard, propose, syntax_guard, text_files
-from repomin.search.breadth import broad
 from repomin.search.deletion.learning import SURVIVOR_PRIOR, learn_delete
 from repomin.search.deletion.lockstep import learn_together
 from repomin.search.problem import Problem
@@ -44,7 +43,7 @@ class DeleteLines:
 
     def run(self, problem: Problem) -> None:
         paths = text_files(problem)
-        wide = broad(problem, ACROSS_FILES)
+        wide = problem.batch_width >= ACROSS_FILES
         if wide and len(paths) > 1:
             for _ in range(RESTARTS + 1):  # again for the files a folded candidate cut short
                 paths = self._search_files(problem, [p for p in paths if p in problem.current])

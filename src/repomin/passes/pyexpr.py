@@ -41,7 +41,6 @@ from typing import ClassVar
 from repomin.passes.python_ast import unwrap_edit
 from repomin.passes.python_source import PySource
 from repomin.passes.textedit import compiles, is_python, line_starts, splice, text_files
-from repomin.search.breadth import proposes_ahead
 from repomin.search.problem import Problem
 from repomin.tree import Tree
 
@@ -266,7 +265,7 @@ class PythonExpressions:
 
     def run(self, problem: Problem) -> None:
         files = text_files(problem, lambda p, d: len(d) <= MAX_BYTES and is_python(p, d))
-        if proposes_ahead(problem):
+        if problem.batch_width > 1:  # several at once: every open file's candidates in one call
             self._chained(problem, list(reversed(files)))
             return
         for path in reversed(files):

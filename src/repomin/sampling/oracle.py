@@ -1,15 +1,16 @@
 """The oracle: the one door between proposed trees and the runner.
 
 Owns the path of every sample: cache → policy → runner → verdict. :meth:`Oracle.evaluate`
-looks the tree up in the :class:`~repomin.sampling.verdict.VerdictCache`, then decides it under the
-current :class:`~repomin.sampling.policy.SamplingPolicy`:
+looks the tree up in the :class:`~repomin.sampling.verdict.VerdictCache`, then decides it by the
+current :class:`~repomin.sampling.policy.SamplingPolicy`'s design (:meth:`Oracle.design`, one
+object per mode in :mod:`repomin.sampling.designs`, which also says how wide the search runs):
 
 * ``strict``  -- screen-then-spend: a screening super-run; a failed screen rejects and spends
   nothing; a passing candidate takes the next family index ``j`` and continues with an exact
   sequential test whose size given the screen is at most ``alpha_j = spend(alpha, j)``.
 * ``fast``    -- one unscreened exact design at a constant level with the screen inside it;
   screen and failure budget sized from the incumbent's rate evidence
-  (:mod:`repomin.sampling.incumbent`).
+  (:mod:`repomin.sampling.rate_evidence`).
 * ``single``  -- one run per candidate, ``P(accept | p) = p``: labelled as giving no
   per-candidate guarantee; the reducer re-checks the incumbent periodically and the policy
   escalates at the first inconsistency: to ``fast`` under the payload gate (the default), to
@@ -33,14 +34,15 @@ from repomin.errors import BaselineError, InfrastructureError
 from repomin.failure.contract import FailureContract
 from repomin.failure.identity import Identity
 from repomin.runners.base import Outcome, Runner, RunRequest
-from repomin.sampling import candidate, stats
+from repomin.sampling import stats
 from repomin.sampling.accounting import Ledger
 from repomin.sampling.baseline_cost import refusal
 from repomin.sampling.budget import Budget, Cancelled, Guard, StopSearch
-from repomin.sampling.incumbent import MAX_PROBES
+from repomin.sampling.designs import CandidateDesign, design_of
 from repomin.sampling.lanes import Lane
 from repomin.sampling.parallel import SampleStream, map_samples
 from repomin.sampling.policy import SAMPLING_MODES, Sampling, SamplingConfig, SamplingPolicy
+from repomin.sampling.rate_evidence import MAX_PROBES
 from repomin.sampling.verdict import Baseline, Verdict, VerdictCache
 from repomin.tree import Tree
 
@@ -383,21 +385,19 @@ class Oracle:
             self._ledger.add_candidate_run(ok)
             return ok
 
-        policy = self.policy
+        design = self.design()
         started = time.monotonic()
         stream = lane.start(run_one) if lane is not None else None
-        with stream or SampleStream(run_one, policy.sample_width(self._jobs)) as samples:
-            if policy.single:
-                ok = samples.next(1)
-                verdict = Verdict(ok, int(ok), 1, policy.mode, policy.confidence, "single-run")
-            elif policy.family_wise:
-                verdict = candidate.screened_test(samples, policy, self._spend_index)
-            else:
-                verdict = candidate.per_candidate_test(samples, policy)
+        with stream or SampleStream(run_one, design.sample_width(self._jobs)) as samples:
+            verdict = design.decide(samples)
         if verdict.saved:
             self._ledger.add_saved(phase, verdict.saved)
         verdict = replace(verdict, duration=time.monotonic() - started, retested=retest)
         return self._remember(tree, verdict)
+
+    def design(self) -> CandidateDesign:
+        """The design the next candidate is decided by (``designs.py``), and its widths."""
+        return design_of(self.policy, self._spend_index)
 
     def _spend_index(self) -> tuple[int, float, stats.SequentialDesign]:
         with self._lock:

@@ -18,7 +18,7 @@ from typing import Any
 
 from repomin.errors import SessionError, UsageError
 from repomin.sampling import stats
-from repomin.sampling.incumbent import RateEvidence, screen_for
+from repomin.sampling.rate_evidence import RateEvidence, screen_for
 
 
 class Sampling(enum.StrEnum):
@@ -335,17 +335,6 @@ class SamplingPolicy:
         """The next family index and the policy that has spent it."""
         index = self.family + 1
         return index, replace(self, family=index)
-
-    # -- concurrency -------------------------------------------------------------------------
-
-    def race_width(self, jobs: int) -> int:
-        """Candidates in flight: single-run candidates race (or fold); flaky ones share the
-        ``jobs`` sample slots, earlier candidates first (``lanes.py``)."""
-        return max(1, jobs)
-
-    def sample_width(self, jobs: int) -> int:
-        """Samples of one candidate in flight (a flaky candidate needs many runs)."""
-        return 1 if self.single else max(1, jobs)
 
     # -- changes -----------------------------------------------------------------------------
 

@@ -56,12 +56,11 @@ class AheadFinal(Protocol):
 
 
 class Folding(Protocol):
-    """What folding needs of the reduction problem (:class:`~repomin.search.reducer.Reduction`)."""
+    """What folding needs of the search (:class:`~repomin.search.decider.Decider`)."""
 
     oracle: Oracle
     ledger: Ledger
     jobs: int
-    speculated: set[str]
     ahead: AheadFinal | None
 
     @property
@@ -70,6 +69,10 @@ class Folding(Protocol):
     def next_label(self, phase: str) -> str: ...
 
     def adopt(self, phase: str, description: str, tree: Tree, verdict: Verdict) -> None: ...
+
+    def claim(self, tree: Tree) -> bool:
+        """May an idle slot run ``tree`` speculatively (once per tree, never a decided one)?"""
+        ...
 
 
 Prepared = tuple[Item, "Delta", int]  # (rebased item, change, folded count at dispatch)
@@ -262,8 +265,7 @@ class _RoundFolder:
             if combined is not None:
                 wanted.append(merge.tree(combined))
         for tree in wanted:
-            if tree.digest not in reduction.speculated and reduction.oracle.cached(tree) is None:
-                reduction.speculated.add(tree.digest)
+            if reduction.claim(tree):
                 return self.speculation(tree)
         return None
 

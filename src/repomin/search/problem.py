@@ -3,14 +3,15 @@
 A pass is a named object with ``run(problem)``. Everything it may use of the reduction is a
 member of :class:`Problem`, declared here; nothing else is probed. Three members are all most
 passes need (``current``, ``protected``, ``try_first``); the others serve the passes that
-log their own cost, keep a scratch incumbent, offer what they would propose next, or leave
-work running beside the next pass. None of them says how many candidates run at once: the
-search layer (``search/reducer.py``'s :class:`~repomin.search.reducer.Reduction`, the one
-implementation over the oracle) decides that, and the deletion searches the passes call
-(``search/deletion/``) are the search layer's too.
+log their own cost, keep a scratch incumbent, offer what they would propose next, leave work
+running beside the next pass, or (the deletion searches of ``search/deletion/``) hand the
+search batches of disjoint candidates. How many candidates run at once is the search layer's
+decision (``search/decider.py``); ``batch_width`` and ``chain_width`` say what it decided, so
+that a search can shape its proposals.
 
 :class:`ProblemDefaults` gives neutral answers for a problem with no oracle behind it (a
-pass's own scratch incumbent, a test double): no runs counted, no events, work done at once.
+pass's own scratch incumbent, a test double): no runs counted, no events, one candidate at a
+time, work done at once.
 """
 
 from __future__ import annotations
@@ -46,6 +47,31 @@ class Problem(Protocol):
 
     def try_first(self, phase: str, candidates: Iterable[tuple[Tree, str]]) -> int | None:
         """Decide candidates in order; adopt and return the index of the first accepted."""
+        ...
+
+    def try_batch(
+        self,
+        phase: str,
+        candidates: Sequence[tuple[Tree, str]],
+        ahead: Speculate | None = None,
+        combine: Combine | None = None,
+        spare: Spare | None = None,
+    ) -> list[bool | None]:
+        """Decide a batch of disjoint candidates and fold every accepted one into the new
+        incumbent (``combine`` builds several together; ``ahead`` and ``spare`` fill idle
+        slots: ``search/fold.py``). Per candidate True (adopted), False (rejected or a
+        no-op) or None (accepted but not adopted, or not decided)."""
+        ...
+
+    @property
+    def batch_width(self) -> int:
+        """Disjoint candidates worth handing ``try_batch`` at once (1: one at a time)."""
+        ...
+
+    @property
+    def chain_width(self) -> int:
+        """Candidates of one ``try_first`` call the search keeps in flight (1: none ahead), so
+        a search proposing one at a time may hand it what it would propose next."""
         ...
 
     @property
@@ -118,11 +144,48 @@ class ProblemDefaults:
 
     A subclass provides ``current``, ``protected`` and ``try_first``; here it counts no runs,
     never misses, records no events, has no history but its incumbent, cannot probe, knows no
-    verdict, has nothing to propose after a pass, and does background work at once."""
+    verdict, has nothing to propose after a pass, decides one candidate at a time (a batch
+    too: :meth:`try_batch`), and does background work at once."""
 
     @property
     def current(self) -> Tree:
         raise NotImplementedError
+
+    def try_first(self, phase: str, candidates: Iterable[tuple[Tree, str]]) -> int | None:
+        raise NotImplementedError
+
+    @property
+    def batch_width(self) -> int:
+        return 1
+
+    @property
+    def chain_width(self) -> int:
+        return 1
+
+    def try_batch(
+        self,
+        phase: str,
+        candidates: Sequence[tuple[Tree, str]],
+        ahead: Speculate | None = None,
+        combine: Combine | None = None,
+        spare: Spare | None = None,
+    ) -> list[bool | None]:
+        """The batch one candidate at a time through ``try_first``: the first accepted is
+        adopted, each later one is decided on top of all adopted before it (``combine``), or
+        left undecided (None) when there is no ``combine``."""
+        results: list[bool | None] = []
+        adopted: list[int] = []
+        for i, (tree, description) in enumerate(candidates):
+            if adopted:
+                if combine is None:
+                    results.append(None)
+                    continue
+                tree = combine([*adopted, i])
+            won = self.try_first(phase, [(tree, description)]) is not None
+            if won:
+                adopted.append(i)
+            results.append(won)
+        return results
 
     @property
     def runs(self) -> int:

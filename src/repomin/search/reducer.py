@@ -1,78 +1,34 @@
-"""The reduction driver: runs registered passes to a fixpoint through one :class:`Reduction`.
+"""The reduction: the one :class:`~repomin.search.problem.Problem` passes see, and the driver.
 
-:class:`Reduction` is the problem object passes see. It is the only place that adopts a new
-incumbent, records attempts by category, logs accepted mutations as events, and (in single-run
-mode) re-checks the incumbent, backtracking through the accepted history at the first
-inconsistency. Stopping early (budget, Ctrl-C) leaves the best tree so far in ``current``.
+:class:`Reduction` is a thin door made of three objects: the :class:`Incumbent` (the current
+tree, its history, adoption and backtracking: ``incumbent.py``), the :class:`Decider` (every
+door to the oracle and how many candidates run at once: ``decider.py``) and the
+:class:`Background` work passes leave beside the search (``background.py``). :func:`run_passes`
+is the driver: it runs the registered passes to a fixpoint. Stopping early (budget, Ctrl-C)
+leaves the best tree so far in ``current``.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from repomin.sampling.accounting import Ledger
-from repomin.sampling.lanes import Lane, first_accepted_lanes
-from repomin.sampling.oracle import Cancelled, Oracle, StopSearch, Verdict
-from repomin.sampling.parallel import first_accepted, in_background
-from repomin.search.fold import AheadFinal, Evaluate, fold_batch, fold_round
+from repomin.sampling.oracle import Oracle, StopSearch
+from repomin.search.background import Background
+from repomin.search.decider import Decider, Labels
+from repomin.search.fold import AheadFinal
+from repomin.search.incumbent import Incumbent, Mutation
 from repomin.search.problem import Combine, Pass, Problem, Spare, Speculate
 from repomin.tree import Tree
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class Mutation:
-    """One accepted candidate, as the session journal and the progress display see it."""
-
-    phase: str
-    description: str
-    tree: Tree
-    verdict: Verdict
-
-
-class Background:
-    """Work the passes leave running beside the search (``Problem.later``), one piece per
-    phase: started in a thread of its own when ``beside()`` says so (the reduction: with batch
-    slots), otherwise done at once; finished when its phase is settled -- by the pass itself,
-    or by the driver after the next pass that draws samples (:func:`run_passes`)."""
-
-    def __init__(self, beside: Callable[[], bool]) -> None:
-        self._beside = beside
-        self._waiting: dict[str, tuple[Future[Any], Callable[[Any], None]]] = {}
-
-    def later(self, phase: str, work: Callable[[], T], finish: Callable[[T], None]) -> None:
-        self.settle(phase)
-        if self._beside():
-            self._waiting[phase] = (in_background(work), finish)
-        else:
-            finish(work())
-
-    def settle(self, phase: str, propose: bool = True) -> None:
-        job = self._waiting.pop(phase, None)
-        if job is None:
-            return
-        result = job[0].result()
-        if propose:
-            job[1](result)
-
-    def waiting(self, phase: str) -> bool:
-        """Has ``phase`` work running beside the search, not yet settled?"""
-        return phase in self._waiting
-
-    def drop(self) -> None:
-        """Wait for every piece of work and discard its result (the search stopped)."""
-        for phase in list(self._waiting):
-            self.settle(phase, propose=False)
-
-
 class Reduction:
-    """The reduction problem: incumbent + the one door to the oracle for passes."""
+    """The reduction problem: the incumbent and the doors to the oracle, for passes."""
 
     def __init__(
         self,
@@ -87,32 +43,35 @@ class Reduction:
         on_revert: Callable[[Tree], None] | None = None,
         ahead: AheadFinal | None = None,
     ) -> None:
-        self._current = initial
         self.oracle = oracle
         self.ledger = ledger
-        self.jobs = max(1, jobs)
         self._protected = protected
-        self.on_accept = on_accept
-        self.on_revert = on_revert
-        #: Accepted trees in order, the (trusted) source first; ``initial`` is the last one.
-        self.history: list[Tree] = list(history) or [initial]
-        if self.history[-1].digest != initial.digest:
-            self.history.append(initial)
-        self._label = 0
-        self._lock = threading.Lock()
-        #: Trees evaluated speculatively by folding rounds (never twice).
-        self.speculated: set[str] = set()
-        #: A fixpoint round after the first that has not changed the tree yet (``run_passes``).
-        self.settled = False
-        #: Final runs started in a settled round's idle slots (``prefetch.py``).
-        self.ahead = ahead
+        labels = Labels()
+        self.incumbent = Incumbent(
+            initial,
+            oracle=oracle,
+            ledger=ledger,
+            label=labels.next,
+            history=history,
+            on_accept=on_accept,
+            on_revert=on_revert,
+        )
+        self.decider = Decider(
+            self.incumbent, oracle=oracle, ledger=ledger, jobs=jobs, labels=labels, ahead=ahead
+        )
         #: Work a pass left running beside the search (``later``): in the background only
         #: with batch slots, where the samples of the next pass keep the slots busy meanwhile.
-        self.background = Background(lambda: self.batch_width > 1)
+        self.background = Background(lambda: self.decider.batch_width > 1)
+
+    # -- reading --------------------------------------------------------------------------------
 
     @property
     def current(self) -> Tree:
-        return self._current
+        return self.incumbent.current
+
+    @property
+    def history(self) -> Sequence[Tree]:
+        return self.incumbent.history
 
     def protected(self, path: str) -> bool:
         return self._protected(path)
@@ -121,58 +80,31 @@ class Reduction:
     def runs(self) -> int:
         return self.oracle.samples
 
+    @property
+    def miss_rate(self) -> float:
+        return self.decider.miss_rate
+
+    @property
+    def batch_width(self) -> int:
+        return self.decider.batch_width
+
+    @property
+    def chain_width(self) -> int:
+        return self.decider.chain_width
+
     def note(self, phase: str, description: str, **fields: Any) -> None:
         self.ledger.event(phase, description, decision="info", **fields)
 
     def known(self, tree: Tree) -> bool | None:
-        verdict = self.oracle.cached(tree)
-        return None if verdict is None else verdict.accepted
+        return self.decider.known(tree)
 
     def after(self, k: int) -> list[Tree]:
         return []  # the driver proposes nothing after a pass
 
-    # -- work beside the search (``Background``) --------------------------------------------
+    # -- deciding -------------------------------------------------------------------------------
 
-    def later(self, phase: str, work: Callable[[], T], finish: Callable[[T], None]) -> None:
-        self.background.later(phase, work, finish)
-
-    def settle(self, phase: str, propose: bool = True) -> None:
-        self.background.settle(phase, propose)
-
-    # -- deciding candidates (the search layer: ``fold.py``, ``sampling/lanes.py``) --------
-
-    def next_label(self, phase: str) -> str:
-        return self._next_label(phase)
-
-    def adopt(self, phase: str, description: str, tree: Tree, verdict: Verdict) -> None:
-        """Make ``tree`` the incumbent (logged with ``verdict``'s evidence)."""
-        self._adopt(phase, description, tree, verdict)
-
-    def _next_label(self, phase: str) -> str:
-        with self._lock:
-            self._label += 1
-            return f"{phase}-c{self._label}"
-
-    @property
-    def batch_width(self) -> int:
-        """Disjoint candidates the learning search may propose at once (``try_batch``): one per
-        slot for a deterministic (single-run) command; a flaky command's candidates go one at
-        a time, each with its samples in parallel."""
-        return self.jobs if self.oracle.policy.single else 1
-
-    @property
-    def miss_rate(self) -> float:
-        """How often the oracle rejects a candidate as good as the incumbent
-        (``SamplingPolicy.miss_rate``: 0 for a deterministic failure)."""
-        return self.oracle.policy.miss_rate()
-
-    @property
-    def chain_width(self) -> int:
-        """Candidates of one ``try_first`` call a flaky command keeps in flight (their samples
-        share ``jobs`` slots, earlier candidates first: ``lanes.py``), so a search that
-        proposes one candidate at a time may hand ``try_first`` the proposals it would make
-        next if each before it were rejected; 1 for a deterministic command (it batches)."""
-        return 1 if self.oracle.policy.single else self.oracle.policy.race_width(self.jobs)
+    def try_first(self, phase: str, candidates: Iterable[tuple[Tree, str]]) -> int | None:
+        return self.decider.try_first(phase, candidates)
 
     def try_batch(
         self,
@@ -182,164 +114,22 @@ class Reduction:
         combine: Combine | None = None,
         spare: Spare | None = None,
     ) -> list[bool | None]:
-        """Decide every candidate against the incumbent and fold all accepted ones into one
-        new incumbent (``fold.fold_batch``, which says what ``ahead``, ``combine`` and
-        ``spare`` do). Per candidate True (adopted), False (rejected or a no-op) or None
-        (accepted but not adopted, or not decided)."""
-        if self.ahead is not None:
-            self.ahead.make_room(len(candidates), self.jobs)
-            if self.settled:
-                self.ahead.offer(self._current, phase, self.jobs - len(candidates))
-        return fold_batch(self, phase, candidates, self._evaluator(phase), ahead, combine, spare)
+        return self.decider.try_batch(phase, candidates, ahead, combine, spare)
 
     def probe(self, phase: str, tree: Tree) -> bool:
-        """Decide ``tree`` without adopting it (a scratch search: ``passes.restart``). Counted
-        as rejected, or as superseded when accepted (accepted, not adopted); the verdict is
-        cached, so proposing the tree through ``try_first`` afterwards costs no further run."""
-        verdict = self.oracle.evaluate(tree, phase, self._next_label(phase))
-        self.ledger.attempt(phase, "superseded" if verdict.accepted else "rejected")
-        return verdict.accepted
-
-    def _evaluator(self, phase: str) -> Evaluate:
-        def evaluate(
-            item: tuple[int, Tree, str], cancel: threading.Event, lane: Lane[bool] | None = None
-        ) -> Verdict | None:
-            _, tree, _ = item
-            label = self._next_label(phase)
-            try:
-                return self.oracle.evaluate(tree, phase, label, cancel, lane=lane)
-            except Cancelled:
-                return None
-            except StopSearch:
-                self.ledger.attempt(phase, "aborted")
-                raise
-
-        return evaluate
-
-    def try_first(self, phase: str, candidates: Iterable[tuple[Tree, str]]) -> int | None:
-        if self.ahead is not None:
-            self.ahead.make_room(self.jobs, self.jobs)
-        incumbent = self._current
-        positions: list[int] = []
-
-        def live() -> Iterable[tuple[int, Tree, str]]:
-            for pos, (tree, description) in enumerate(candidates):
-                if tree.digest == incumbent.digest or (
-                    tree.byte_count >= incumbent.byte_count and len(tree) >= len(incumbent)
-                ):
-                    self.ledger.attempt(phase, "no_op")
-                    continue
-                positions.append(pos)
-                yield pos, tree, description
-
-        evaluate = self._evaluator(phase)
-        # Concurrency stays at ``jobs`` processes. With several slots and single runs, every
-        # compatible accepted candidate is folded (fold.py); under a flaky policy a candidate's
-        # samples run in parallel and the slots its sequential test leaves idle run samples of
-        # the next candidates (lanes.py); the first accepted in proposal order wins either way.
-        if self.oracle.policy.single and self.jobs > 1:
-            return fold_round(self, phase, live(), evaluate)
-        width = self.chain_width
-
-        def won(v: Verdict | None) -> bool:
-            return v is not None and v.accepted
-
-        if width > 1:
-            race = first_accepted_lanes(live(), evaluate, won, width, lambda c: c[1].digest)
-        else:
-            race = first_accepted(live(), evaluate, won, 1)
-        for _, _, verdict, status in race.results:
-            if status == "accepted":
-                continue
-            if verdict is not None and not verdict.accepted:
-                self.ledger.attempt(phase, "rejected")
-            else:
-                self.ledger.attempt(phase, "superseded")
-        if race.winner_candidate is None or race.winner_result is None:
-            return None
-        pos, tree, description = race.winner_candidate
-        self.ledger.attempt(phase, "accepted")
-        self._adopt(phase, description, tree, race.winner_result)
-        return pos
-
-    def _adopt(self, phase: str, description: str, tree: Tree, verdict: Verdict) -> None:
-        before = self._current
-        self.ledger.add_removed(
-            phase, before.file_count - tree.file_count, before.byte_count - tree.byte_count
-        )
-        self._current = tree
-        self.history.append(tree)
-        self.ledger.track_size(tree.file_count, tree.byte_count)
-        self.ledger.event(
-            phase,
-            description,
-            decision="accepted",
-            files=tree.file_count,
-            bytes=tree.byte_count,
-            **verdict.evidence(),
-        )
-        if self.on_accept is not None:
-            self.on_accept(Mutation(phase, description, tree, verdict))
-        self.oracle.adopted(tree, verdict, phase)  # rate evidence and re-checks (flaky)
-        every = self.oracle.config.incumbent_check_every
-        if self.oracle.policy.single and every and self.ledger.accepted % every == 0:
-            self._check_incumbent(phase)
-
-    def _check_incumbent(self, phase: str) -> None:
-        if self.oracle.check_incumbent(self._current, phase):
-            return
-        self.ledger.event(
-            phase,
-            f"incumbent check failed: switching to the {self.oracle.policy.mode.value} "
-            "sequential design (same threshold) and re-testing the incumbent",
-            decision="inconsistency",
-        )
-        if len(self.history) > 1 and not self._retest(phase, len(self.history) - 1):
-            self.backtrack(phase)
-
-    def _retest(self, phase: str, position: int) -> bool:
-        """Re-decide ``history[position]`` on fresh runs under the current design."""
-        tree = self.history[position]
-        verdict = self.oracle.evaluate(tree, phase, self._next_label(phase), fresh=True)
-        self.ledger.event(
-            phase,
-            f"backtracking: re-test of accepted tree {position} of {len(self.history) - 1}",
-            decision="accepted" if verdict.accepted else "rejected",
-            files=tree.file_count,
-            bytes=tree.byte_count,
-            **verdict.evidence(),
-        )
-        return verdict.accepted
+        return self.decider.probe(phase, tree)
 
     def backtrack(self, phase: str) -> Tree:
-        """The incumbent is not trusted: bisect the accepted history for the last tree that
-        passes a fresh test under the current (exact) design, make it the incumbent and revoke
-        every later one. The source (``history[0]``) is trusted without a test. The bisection
-        assumes a bad edit spoils every later tree; when that is not so it loses only
-        reduction (edits are re-proposed from the restored tree), never soundness: the
-        exported payload is still decided by its own final test."""
-        good, bad = 0, len(self.history) - 1
-        while bad - good > 1:
-            middle = (good + bad) // 2
-            if self._retest(phase, middle):
-                good = middle
-            else:
-                bad = middle
-        revoked = self.history[good + 1 :]
-        del self.history[good + 1 :]
-        self._current = self.history[-1]
-        self.ledger.track_size(self._current.file_count, self._current.byte_count)
-        self.oracle.revoke(revoked, "revoked-by-backtracking")
-        self.ledger.event(
-            phase,
-            f"backtracked to accepted tree {good}; {len(revoked)} later tree(s) revoked",
-            decision="info",
-            files=self._current.file_count,
-            bytes=self._current.byte_count,
-        )
-        if self.on_revert is not None:
-            self.on_revert(self._current)
-        return self._current
+        """Bisect the accepted history for the last tree a fresh test keeps (``Incumbent``)."""
+        return self.incumbent.backtrack(phase)
+
+    # -- work beside the search (``Background``) --------------------------------------------
+
+    def later(self, phase: str, work: Callable[[], T], finish: Callable[[T], None]) -> None:
+        self.background.later(phase, work, finish)
+
+    def settle(self, phase: str, propose: bool = True) -> None:
+        self.background.settle(phase, propose)
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,19 +169,20 @@ def run_passes(
             rounds += 1
             yield_: dict[str, float | None] = {}
             for n in order:
-                reduction.settled = rounds > 1 and all(v is None for v in yield_.values())
+                quiet = all(v is None for v in yield_.values())
+                reduction.decider.settle_round(rounds > 1 and quiet)
                 drawn = reduction.oracle.samples
                 yield_[n] = _run_pass(reduction, n, instances[n], on_pass)
                 if reduction.oracle.samples > drawn:  # so it ran beside samples
                     _settle(reduction, instances, yield_, n, on_pass)
             _settle(reduction, instances, yield_, None, on_pass)
             progress = any(v is not None for v in yield_.values())
-            reduction.settled = rounds > 1 and not progress
+            reduction.decider.settle_round(rounds > 1 and not progress)
             if not progress:
                 progress = any(
                     _run_pass(reduction, n, instances[n], on_pass) is not None for n in last_resort
                 )
-            reduction.settled = False
+            reduction.decider.settle_round(False)
             if not progress:
                 if not _retest_rejected(reduction, order[0]):
                     return _result(reduction, "fixpoint", rounds)

@@ -5,8 +5,8 @@ every file with a short leash; ``restart`` on a scratch copy) hands them a :clas
 every other path protected, at most ``budget`` further runs (and at most ``drought`` runs
 without a change of the incumbent), and what the caller proposes next (``after``) for the
 inner passes' searches to hand on. Everything else is the underlying problem's, including how
-broad it decides (``search/breadth.py``): the view forwards that, so the deletion searches
-inside it batch and chain as they would outside.
+many candidates it decides at once (``batch_width``, ``chain_width``, ``try_batch``): the view
+forwards that, so the deletion searches inside it batch and chain as they would outside.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from repomin.search.breadth import BatchProblem, batch_width, chain_width
 from repomin.search.problem import Combine, Problem, Spare, Speculate
 from repomin.tree import Tree
 
@@ -85,10 +84,7 @@ class View:
         # large file ran past it (found on the npm case: the lexer kept the cap to itself).
         if self._over():
             raise OverBudget
-        problem = self._problem
-        if not isinstance(problem, BatchProblem):
-            raise TypeError("try_batch on a view of a problem that decides one at a time")
-        return problem.try_batch(phase, candidates, ahead, combine, spare)
+        return self._problem.try_batch(phase, candidates, ahead, combine, spare)
 
     def _bounded(self, candidates: Iterable[tuple[Tree, str]]) -> Iterator[tuple[Tree, str]]:
         it = iter(candidates)
@@ -105,11 +101,11 @@ class View:
     # candidates must be added here, with the budget check, or it is absent from the view).
     @property
     def batch_width(self) -> int:
-        return batch_width(self._problem)
+        return self._problem.batch_width
 
     @property
     def chain_width(self) -> int:  # flaky: try_first keeps this many candidates in flight
-        return chain_width(self._problem)
+        return self._problem.chain_width
 
     @property
     def miss_rate(self) -> float:

@@ -11,7 +11,6 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
-from repomin.search.breadth import proposes_ahead
 from repomin.search.problem import Problem
 from repomin.tree import Tree
 
@@ -44,7 +43,7 @@ def ddmin_delete(
     remaining = list(units)
     k = len(remaining)
     start = 0
-    chained = proposes_ahead(problem)
+    chained = problem.batch_width > 1  # several at once: hand on what comes next
     while k >= 1 and remaining:
         snapshot = list(remaining)
         tried: list[tuple[int, int]] = []

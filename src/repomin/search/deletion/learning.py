@@ -47,7 +47,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from repomin.search.breadth import BatchProblem, chain_width
 from repomin.search.deletion.belief import PRIOR_MAX, TieredBelief
 from repomin.search.deletion.chain import chain_first
 from repomin.search.deletion.split import Part, Pending, split
@@ -273,7 +272,7 @@ def learn_delete(
     if priors is not None and len(priors) != n:
         raise ValueError("one prior per unit")
     search: Search[U] = Search(units, priors if priors is not None else [1.0 / max(1, n)] * n)
-    width = max(1, problem.batch_width) if isinstance(problem, BatchProblem) else 1
+    width = max(1, problem.batch_width)
     run = _Learning(problem, phase, units, build, describe, then, search, width)
     while True:
         digest = problem.current.digest
@@ -349,15 +348,15 @@ class _Learning(Generic[U]):
         trees = [self.without(self.search, part.units) for part in parts]
         candidates = [(t, self.describe_part(part)) for t, part in zip(trees, parts, strict=True)]
         problem = self.problem
-        if self.width > 1 and isinstance(problem, BatchProblem):
+        if self.width > 1:
             return parts, trees, self.batch(problem, parts, trees, candidates, digest)
-        if chain_width(self.problem) > 1:
+        if self.problem.chain_width > 1:
             return self.chain(parts[0], digest)
         return parts, trees, self.first(candidates)
 
     def batch(
         self,
-        problem: BatchProblem,
+        problem: Problem,
         parts: Sequence[Part],
         trees: Sequence[Tree],
         candidates: Sequence[tuple[Tree, str]],

@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Generic, TypeVar
 
-from repomin.search.breadth import BatchProblem
 from repomin.search.deletion.learning import Search
 from repomin.search.deletion.split import Part
 from repomin.search.problem import Combine, Problem, Speculate
@@ -156,7 +155,7 @@ def learn_together(
     member that was cut short. Without batch slots the members run one after another.
     """
     state: Lockstep[U] = Lockstep(members, build, version)
-    width = max(1, problem.batch_width) if isinstance(problem, BatchProblem) else 1
+    width = max(1, problem.batch_width)
     narrow = False
 
     def ahead_of(batch: Batch, trees: Sequence[Tree], before: Tree) -> Speculate:
@@ -199,7 +198,7 @@ def learn_together(
             (t, describe(k, [state.searches[k].units[i] for i in part.units]))
             for t, (k, part) in zip(trees, batch, strict=True)
         ]
-        if width > 1 and isinstance(problem, BatchProblem):
+        if width > 1:
             outcomes = problem.try_batch(
                 phase, candidates, ahead_of(batch, trees, before), combine_of(batch)
             )

@@ -1,0 +1,208 @@
+"""The decider: every door from a pass's candidates to the oracle, and how many run at once.
+
+:class:`Decider` owns the sample slots (``--jobs``) for the search. How it uses them depends on
+the sampling policy, never on the pass: with a deterministic (single-run) command the
+candidates of one ``try_first`` call run one per slot and every compatible accepted one is
+folded into the new incumbent (``fold.py``), and a learning search may hand it whole batches of
+disjoint candidates (``try_batch``, ``batch_width``); with a flaky command each candidate's
+samples run in parallel and the slots its sequential test leaves idle run samples of the next
+candidates of the same call (``sampling/lanes.py``, ``chain_width``). Either way the first
+accepted candidate in proposal order wins. Adoption goes through the :class:`Incumbent`; final
+runs started early (``prefetch.py``) keep the slots they hold.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+
+from repomin.sampling.accounting import Ledger
+from repomin.sampling.lanes import Lane, first_accepted_lanes
+from repomin.sampling.oracle import Cancelled, Oracle, StopSearch, Verdict
+from repomin.sampling.parallel import first_accepted
+from repomin.search.fold import AheadFinal, Evaluate, fold_batch, fold_round
+from repomin.search.incumbent import Incumbent
+from repomin.search.problem import Combine, Spare, Speculate
+from repomin.tree import Tree
+
+
+class Labels:
+    """Candidate labels (``<phase>-c<n>``), unique across threads."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def next(self, phase: str) -> str:
+        with self._lock:
+            self._count += 1
+            return f"{phase}-c{self._count}"
+
+
+class Decider:
+    """Decides candidates against the incumbent through the oracle (see the module doc)."""
+
+    def __init__(
+        self,
+        incumbent: Incumbent,
+        *,
+        oracle: Oracle,
+        ledger: Ledger,
+        jobs: int,
+        labels: Labels,
+        ahead: AheadFinal | None = None,
+    ) -> None:
+        self.incumbent = incumbent
+        self.oracle = oracle
+        self.ledger = ledger
+        self.jobs = max(1, jobs)
+        self.labels = labels
+        #: Final runs started in a settled round's idle slots (``prefetch.py``).
+        self.ahead = ahead
+        #: Trees evaluated speculatively by folding rounds (never twice).
+        self._speculated: set[str] = set()
+        self._speculated_lock = threading.Lock()
+        #: A fixpoint round after the first that has not changed the tree yet: idle slots may
+        #: start the final runs of the incumbent (the driver says so, ``settle_round``).
+        self._settled = False
+
+    # -- what folding (``fold.py``) uses --------------------------------------------------------
+
+    @property
+    def current(self) -> Tree:
+        return self.incumbent.current
+
+    def next_label(self, phase: str) -> str:
+        return self.labels.next(phase)
+
+    def adopt(self, phase: str, description: str, tree: Tree, verdict: Verdict) -> None:
+        self.incumbent.adopt(phase, description, tree, verdict)
+
+    def claim(self, tree: Tree) -> bool:
+        """May an idle slot run ``tree`` speculatively? Once per tree, and never a decided one."""
+        with self._speculated_lock:
+            if tree.digest in self._speculated or self.oracle.cached(tree) is not None:
+                return False
+            self._speculated.add(tree.digest)
+            return True
+
+    # -- widths ---------------------------------------------------------------------------------
+
+    def settle_round(self, settled: bool) -> None:
+        """The driver: is this a fixpoint round after the first with no change yet?"""
+        self._settled = settled
+
+    @property
+    def batch_width(self) -> int:
+        """Disjoint candidates a learning search may propose at once (``try_batch``): one per
+        slot for a deterministic (single-run) command; a flaky command's candidates go one at
+        a time, each with its samples in parallel."""
+        return self.oracle.design().batch_width(self.jobs)
+
+    @property
+    def chain_width(self) -> int:
+        """Candidates of one ``try_first`` call a flaky command keeps in flight (their samples
+        share ``jobs`` slots, earlier candidates first: ``lanes.py``), so a search that
+        proposes one candidate at a time may hand ``try_first`` the proposals it would make
+        next if each before it were rejected; 1 for a deterministic command (it batches)."""
+        return self.oracle.design().chain_width(self.jobs)
+
+    @property
+    def miss_rate(self) -> float:
+        """How often the oracle rejects a candidate as good as the incumbent
+        (``SamplingPolicy.miss_rate``: 0 for a deterministic failure)."""
+        return self.oracle.policy.miss_rate()
+
+    # -- deciding -------------------------------------------------------------------------------
+
+    def known(self, tree: Tree) -> bool | None:
+        verdict = self.oracle.cached(tree)
+        return None if verdict is None else verdict.accepted
+
+    def probe(self, phase: str, tree: Tree) -> bool:
+        """Decide ``tree`` without adopting it (a scratch search: ``passes.restart``). Counted
+        as rejected, or as superseded when accepted (accepted, not adopted); the verdict is
+        cached, so proposing the tree through ``try_first`` afterwards costs no further run."""
+        verdict = self.oracle.evaluate(tree, phase, self.next_label(phase))
+        self.ledger.attempt(phase, "superseded" if verdict.accepted else "rejected")
+        return verdict.accepted
+
+    def try_batch(
+        self,
+        phase: str,
+        candidates: Sequence[tuple[Tree, str]],
+        ahead: Speculate | None = None,
+        combine: Combine | None = None,
+        spare: Spare | None = None,
+    ) -> list[bool | None]:
+        """Decide every candidate against the incumbent and fold all accepted ones into one
+        new incumbent (``fold.fold_batch``, which says what ``ahead``, ``combine`` and
+        ``spare`` do). Per candidate True (adopted), False (rejected or a no-op) or None
+        (accepted but not adopted, or not decided)."""
+        if self.ahead is not None:
+            self.ahead.make_room(len(candidates), self.jobs)
+            if self._settled:
+                self.ahead.offer(self.current, phase, self.jobs - len(candidates))
+        return fold_batch(self, phase, candidates, self._evaluator(phase), ahead, combine, spare)
+
+    def _evaluator(self, phase: str) -> Evaluate:
+        def evaluate(
+            item: tuple[int, Tree, str], cancel: threading.Event, lane: Lane[bool] | None = None
+        ) -> Verdict | None:
+            _, tree, _ = item
+            label = self.next_label(phase)
+            try:
+                return self.oracle.evaluate(tree, phase, label, cancel, lane=lane)
+            except Cancelled:
+                return None
+            except StopSearch:
+                self.ledger.attempt(phase, "aborted")
+                raise
+
+        return evaluate
+
+    def try_first(self, phase: str, candidates: Iterable[tuple[Tree, str]]) -> int | None:
+        """Decide candidates in proposal order; adopt the first accepted (folding the other
+        compatible accepted ones in single-run mode) and return its position."""
+        if self.ahead is not None:
+            self.ahead.make_room(self.jobs, self.jobs)
+        incumbent = self.current
+        ledger = self.ledger
+
+        def live() -> Iterable[tuple[int, Tree, str]]:
+            for pos, (tree, description) in enumerate(candidates):
+                if tree.digest == incumbent.digest or (
+                    tree.byte_count >= incumbent.byte_count and len(tree) >= len(incumbent)
+                ):
+                    ledger.attempt(phase, "no_op")
+                    continue
+                yield pos, tree, description
+
+        evaluate = self._evaluator(phase)
+        if self.batch_width > 1:
+            return fold_round(self, phase, live(), evaluate)
+        width = self.chain_width
+
+        def won(v: Verdict | None) -> bool:
+            return v is not None and v.accepted
+
+        if width > 1:
+            race = first_accepted_lanes(live(), evaluate, won, width, lambda c: c[1].digest)
+        else:
+            race = first_accepted(live(), evaluate, won, 1)
+        for _, _, verdict, status in race.results:
+            if status == "accepted":
+                continue
+            if verdict is not None and not verdict.accepted:
+                ledger.attempt(phase, "rejected")
+            else:
+                ledger.attempt(phase, "superseded")
+        if race.winner_candidate is None or race.winner_result is None:
+            return None
+        pos, tree, description = race.winner_candidate
+        ledger.attempt(phase, "accepted")
+        self.adopt(phase, description, tree, race.winner_result)
+        return pos
+
+
+__all__: Sequence[str] = ("Decider", "Labels")
