@@ -139,6 +139,7 @@ def run_one(
     rate: float = 1.0,
     host: bool = False,
     defaults: bool = False,
+    keep: Path | None = None,
 ) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="repomin-bench-cluster-"))
     try:
@@ -177,6 +178,9 @@ def run_one(
         if done.returncode != 0:
             raise SystemExit(f"reduce failed ({done.returncode}): {done.stderr[-2000:]}")
         report = json.loads((root / "out.repomin" / "report.json").read_text())
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            shutil.copy(root / "out.repomin" / "report.json", keep / f"report-{workers}.json")
         ex = report["execution"]
         kept = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
         return {
@@ -244,6 +248,7 @@ def main() -> None:
     ap.add_argument("--host", action="store_true", help="--jobs W on the host, no cluster")
     ap.add_argument("--defaults", action="store_true", help="default baseline and gate")
     ap.add_argument("--repomin-src", type=Path, help="another checkout to run (its src/)")
+    ap.add_argument("--keep", type=Path, help="copy each run's report.json here")
     ap.add_argument(
         "--throughput",
         type=int,
@@ -261,7 +266,7 @@ def main() -> None:
         return
     rows = []
     for w in (int(x) for x in a.workers.split(",")):
-        row = run_one(w, a.files, a.needed, a.sleep, a.rate, a.host, a.defaults)
+        row = run_one(w, a.files, a.needed, a.sleep, a.rate, a.host, a.defaults, a.keep)
         rows.append(row)
         print(json.dumps(row), flush=True)
     ones = [r for r in rows if r["workers"] == 1]
