@@ -43,9 +43,9 @@ def _never_spent() -> tuple[int, float, stats.SequentialDesign]:
     [
         (Sampling.AUTO, 20, SingleRun, (1, 6, 1)),
         (Sampling.SINGLE, 12, SingleRun, (1, 6, 1)),
-        (Sampling.AUTO, 12, PerCandidate, (6, 1, 6)),
-        (Sampling.FAST, 12, PerCandidate, (6, 1, 6)),
-        (Sampling.STRICT, 12, Screened, (6, 1, 6)),
+        (Sampling.AUTO, 12, PerCandidate, (6, 6, 6)),
+        (Sampling.FAST, 12, PerCandidate, (6, 6, 6)),
+        (Sampling.STRICT, 12, Screened, (6, 6, 6)),
     ],
 )
 def test_each_mode_has_its_design_and_widths(

@@ -13,7 +13,7 @@ import pytest
 from repomin.runners.base import Outcome, RunRequest
 from repomin.sampling.accounting import Ledger
 from repomin.sampling.budget import Budget, Cancelled
-from repomin.sampling.lanes import Lane, SlotPool, first_accepted_lanes
+from repomin.sampling.lanes import Lane, SlotPool, evaluate_all_lanes, first_accepted_lanes
 from repomin.sampling.oracle import Oracle, SamplingConfig
 from repomin.search.reducer import Reduction, ReductionResult, run_passes
 from repomin.tree import Entry, Tree
@@ -125,6 +125,44 @@ def test_later_lanes_get_only_the_slots_earlier_ones_leave_idle() -> None:
     assert pool.peak <= 4
     assert all(a + b <= 4 for a, b in seen)
     assert any(a and b for a, b in seen)  # both lanes had samples in flight at once
+
+
+def _lane_sampler(
+    running: list[int], peak: list[int], lock: threading.Lock, fail_at: int | None = None
+) -> Any:
+    def evaluate(c: int, cancel: threading.Event, lane: Lane[bool]) -> int:
+        def sample(seq: int) -> bool:
+            if cancel.is_set():
+                raise Cancelled()
+            with lock:
+                running[0] += 1
+                peak[0] = max(peak[0], running[0])
+            time.sleep(0.002)
+            with lock:
+                running[0] -= 1
+            if c == fail_at and seq == 2:
+                raise RuntimeError("sample failed")
+            return True
+
+        with lane.start(sample):
+            return sum(lane.next(2) for _ in range(3 + c % 4)) * 100 + c
+
+    return evaluate
+
+
+def test_deciding_a_whole_batch_through_lanes_keeps_order_and_slots() -> None:
+    running, peak, lock = [0], [0], threading.Lock()
+    got = evaluate_all_lanes(list(range(9)), _lane_sampler(running, peak, lock), 3)
+    assert got == [(3 + c % 4) * 100 + c for c in range(9)]
+    assert peak[0] <= 3 and running[0] == 0
+
+
+def test_an_error_in_one_lane_stops_the_batch_without_a_hang() -> None:
+    """The others stop at their next sample; the error propagates; no sample is left."""
+    running, peak, lock = [0], [0], threading.Lock()
+    with pytest.raises(RuntimeError, match="sample failed"):
+        evaluate_all_lanes(list(range(9)), _lane_sampler(running, peak, lock, fail_at=1), 3)
+    assert running[0] == 0 and peak[0] <= 3
 
 
 def test_a_sample_error_nobody_reads_is_not_lost() -> None:

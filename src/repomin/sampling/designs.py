@@ -112,6 +112,11 @@ class CandidateDesign(Protocol):
         """Candidates of one ``try_first`` call in flight, sharing the slots (1: none ahead)."""
         ...
 
+    def lanes(self) -> bool:
+        """Do candidates decided at once share the slots sample by sample (``lanes.py``)?
+        Otherwise each takes one slot for its one run."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class SingleRun:
@@ -132,6 +137,9 @@ class SingleRun:
     def chain_width(self, jobs: int) -> int:
         return 1
 
+    def lanes(self) -> bool:
+        return False
+
 
 @dataclass(frozen=True, slots=True)
 class PerCandidate:
@@ -146,10 +154,13 @@ class PerCandidate:
         return max(1, jobs)
 
     def batch_width(self, jobs: int) -> int:
-        return 1
+        return max(1, jobs)
 
     def chain_width(self, jobs: int) -> int:
         return max(1, jobs)
+
+    def lanes(self) -> bool:
+        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,10 +177,13 @@ class Screened:
         return max(1, jobs)
 
     def batch_width(self, jobs: int) -> int:
-        return 1
+        return max(1, jobs)
 
     def chain_width(self, jobs: int) -> int:
         return max(1, jobs)
+
+    def lanes(self) -> bool:
+        return True
 
 
 def design_of(policy: SamplingPolicy, spend: Spend) -> CandidateDesign:

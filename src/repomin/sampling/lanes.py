@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Generic, TypeVar, cast
 
@@ -166,6 +166,44 @@ class Lane(Generic[T]):
         for future in unread:
             future.add_done_callback(self._pool.orphan)
         self._pool.remove(self)
+
+
+def evaluate_all_lanes(
+    candidates: Sequence[C],
+    evaluate: Callable[[C, threading.Event, Lane[bool]], T],
+    jobs: int,
+) -> list[T]:
+    """``parallel.evaluate_all`` for candidates decided on many samples each: every candidate
+    at once, each through its own lane of one :class:`SlotPool` of ``jobs`` slots (earlier
+    candidates first), none cancelled by another's verdict; order preserved. An exception
+    (budget, interrupt) cancels the rest and propagates."""
+    if not candidates:
+        return []
+    pool = SlotPool(jobs)
+    cancel = threading.Event()
+    lanes: list[Lane[bool]] = [pool.lane() for _ in candidates]  # in proposal order
+
+    def one(i: int) -> T:
+        try:
+            return evaluate(candidates[i], cancel, lanes[i])
+        finally:
+            lanes[i].close()
+
+    runners = ThreadPoolExecutor(max_workers=len(candidates), thread_name_prefix="repomin-r")
+    futures = [runners.submit(one, i) for i in range(len(candidates))]
+    failed = True
+    try:
+        results = [f.result() for f in futures]
+        failed = False
+        return results
+    finally:
+        if failed:  # the others stop at their next sample (their lanes stay open until then)
+            cancel.set()
+            for future in futures:
+                with contextlib.suppress(BaseException):
+                    future.result()
+        runners.shutdown(wait=True)
+        pool.close(check=not failed)
 
 
 def first_accepted_lanes(

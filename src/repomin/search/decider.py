@@ -1,14 +1,15 @@
 """The decider: every door from a pass's candidates to the oracle, and how many run at once.
 
 :class:`Decider` owns the sample slots (``--jobs``) for the search. How it uses them depends on
-the sampling policy, never on the pass: with a deterministic (single-run) command the
-candidates of one ``try_first`` call run one per slot and every compatible accepted one is
-folded into the new incumbent (``fold.py``), and a learning search may hand it whole batches of
-disjoint candidates (``try_batch``, ``batch_width``); with a flaky command each candidate's
-samples run in parallel and the slots its sequential test leaves idle run samples of the next
-candidates of the same call (``sampling/lanes.py``, ``chain_width``). Either way the first
-accepted candidate in proposal order wins. Adoption goes through the :class:`Incumbent`; final
-runs started early (``prefetch.py``) keep the slots they hold.
+the candidate design (``sampling/designs.py``), never on the pass. A learning search may hand
+it whole batches of disjoint candidates (``try_batch``, ``batch_width``): every one is decided
+and every compatible accepted one is folded into the new incumbent, verified by one more test
+of the merge (``fold.py``). With a deterministic (single-run) command each candidate takes one
+slot, and the candidates of one ``try_first`` call are folded the same way; with a flaky
+command each candidate's samples run through a lane of one shared pool of slots, earlier
+candidates first (``sampling/lanes.py``), and the candidates of one ``try_first`` call race in
+proposal order (``chain_width``): the first accepted wins. Adoption goes through the
+:class:`Incumbent`; final runs started early (``prefetch.py``) keep the slots they hold.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ import threading
 from collections.abc import Iterable, Sequence
 
 from repomin.sampling.accounting import Ledger
-from repomin.sampling.lanes import Lane, first_accepted_lanes
+from repomin.sampling.lanes import Lane, evaluate_all_lanes, first_accepted_lanes
 from repomin.sampling.oracle import Cancelled, Oracle, StopSearch, Verdict
-from repomin.sampling.parallel import first_accepted
-from repomin.search.fold import AheadFinal, Evaluate, fold_batch, fold_round
+from repomin.sampling.parallel import evaluate_all, first_accepted
+from repomin.search.fold import AheadFinal, Decide, Evaluate, J, fold_batch, fold_round
 from repomin.search.incumbent import Incumbent
 from repomin.search.problem import Combine, Spare, Speculate
 from repomin.tree import Tree
@@ -85,6 +86,13 @@ class Decider:
                 return False
             self._speculated.add(tree.digest)
             return True
+
+    def decide_all(self, jobs: Sequence[J], decide: Decide[J]) -> list[Verdict | None]:
+        """Every job at once within the slots: one slot each for single runs, one lane each
+        of a shared pool for sequential tests (``lanes.py``: at most ``jobs`` samples)."""
+        if self.oracle.design().lanes():
+            return evaluate_all_lanes(jobs, decide, self.jobs)
+        return evaluate_all(jobs, lambda job, cancel: decide(job, cancel, None), self.jobs)
 
     # -- widths ---------------------------------------------------------------------------------
 
@@ -179,7 +187,8 @@ class Decider:
                 yield pos, tree, description
 
         evaluate = self._evaluator(phase)
-        if self.batch_width > 1:
+        design = self.oracle.design()
+        if not design.lanes() and self.batch_width > 1:  # single runs: fold the round
             return fold_round(self, phase, live(), evaluate)
         width = self.chain_width
 

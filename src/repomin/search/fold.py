@@ -21,10 +21,10 @@ import contextlib
 import difflib
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from repomin.sampling.oracle import Cancelled, StopSearch, Verdict
-from repomin.sampling.parallel import evaluate_all, fold_accepted
+from repomin.sampling.parallel import fold_accepted
 from repomin.search.problem import Combine, Spare, Speculate
 from repomin.tree import Entry, Tree
 
@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 FOLD_LIMIT = 8
 
 Item = tuple[int, Tree, str]  # (position, candidate tree, description)
+J = TypeVar("J")
+#: How ``decide_all`` decides one job: given its cancel event and lane (None: its own slots).
+Decide = Callable[[J, threading.Event, "Lane[bool] | None"], "Verdict | None"]
 
 
 class Evaluate(Protocol):
@@ -72,6 +75,12 @@ class Folding(Protocol):
 
     def claim(self, tree: Tree) -> bool:
         """May an idle slot run ``tree`` speculatively (once per tree, never a decided one)?"""
+        ...
+
+    def decide_all(self, jobs: Sequence[J], decide: Decide[J]) -> list[Verdict | None]:
+        """``decide`` every job at once within the sample slots (none cancelled by another's
+        verdict; order kept): one slot each for single runs, shared lanes for sequential
+        tests."""
         ...
 
 
@@ -309,7 +318,7 @@ def fold_batch(
     reduction: Folding,
     phase: str,
     candidates: Sequence[tuple[Tree, str]],
-    evaluate: Callable[[Item, threading.Event], Verdict | None],
+    evaluate: Evaluate,
     ahead: Speculate | None = None,
     combine: Combine | None = None,
     spare: Spare | None = None,
@@ -425,30 +434,28 @@ def _with_spare(
     reduction: Folding,
     phase: str,
     items: list[Item],
-    evaluate: Callable[[Item, threading.Event], Verdict | None],
+    evaluate: Evaluate,
     spare: Spare | None,
 ) -> list[Verdict | None]:
     """The batch's verdicts; its idle slots run ``spare``'s trees alongside (``fold_batch``)."""
     oracle, busy = reduction.oracle, reduction.ahead.running() if reduction.ahead else 0
     fresh = sum(1 for _, tree, _ in items if oracle.cached(tree) is None)
     idle = reduction.jobs - fresh - busy
-    if spare is None or idle <= 0 or not fresh:
-        return evaluate_all(items, evaluate, reduction.jobs)
-    seen = {tree.digest for _, tree, _ in items} | {reduction.current.digest}
-    extra = [t for t in spare(idle) if t.digest not in seen and oracle.cached(t) is None][:idle]
-    if not extra:
-        return evaluate_all(items, evaluate, reduction.jobs)
+    extra: list[Tree] = []
+    if spare is not None and idle > 0 and fresh:
+        seen = {tree.digest for _, tree, _ in items} | {reduction.current.digest}
+        extra = [t for t in spare(idle) if t.digest not in seen and oracle.cached(t) is None]
 
-    def run(job: Item | Tree, cancel: threading.Event) -> Verdict | None:
+    def run(job: Item | Tree, cancel: threading.Event, lane: Lane[bool] | None) -> Verdict | None:
         if not isinstance(job, Tree):
-            return evaluate(job, cancel)
+            return evaluate(job, cancel, lane)
         try:
-            return oracle.evaluate(job, phase, reduction.next_label(phase), cancel)
+            return oracle.evaluate(job, phase, reduction.next_label(phase), cancel, lane=lane)
         except Cancelled:
             return None
 
-    batch: list[Item | Tree] = [*items, *extra]
-    return evaluate_all(batch, run, reduction.jobs)[: len(items)]
+    batch: list[Item | Tree] = [*items, *extra[:idle]]
+    return reduction.decide_all(batch, run)[: len(items)]
 
 
 def _check(reduction: Folding, phase: str, merged: Tree, ahead: list[Tree]) -> Verdict:
@@ -460,11 +467,11 @@ def _check(reduction: Folding, phase: str, merged: Tree, ahead: list[Tree]) -> V
     if oracle.cached(merged) is not None or not fresh:
         return oracle.evaluate(merged, phase, reduction.next_label(phase))
 
-    def run(tree: Tree, cancel: threading.Event) -> Verdict | None:
+    def run(tree: Tree, cancel: threading.Event, lane: Lane[bool] | None) -> Verdict | None:
         try:
-            return oracle.evaluate(tree, phase, reduction.next_label(phase), cancel)
+            return oracle.evaluate(tree, phase, reduction.next_label(phase), cancel, lane=lane)
         except Cancelled:
             return None
 
-    verdicts = evaluate_all([merged, *fresh], run, reduction.jobs)
+    verdicts = reduction.decide_all([merged, *fresh], run)
     return cast(Verdict, verdicts[0])
