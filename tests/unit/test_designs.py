@@ -57,6 +57,12 @@ def test_each_mode_has_its_design_and_widths(
     assert (design.sample_width(6), design.batch_width(6), design.chain_width(6)) == widths
 
 
+@pytest.mark.parametrize(("jobs", "batch"), [(1, 1), (2, 1), (3, 1), (4, 4), (16, 16)])
+def test_sequential_designs_batch_from_four_slots(jobs: int, batch: int) -> None:
+    design = design_of(_policy(Sampling.FAST), _never_spent)
+    assert (design.batch_width(jobs), design.chain_width(jobs)) == (batch, jobs)
+
+
 def test_a_single_run_decides_on_one_sample() -> None:
     design = SingleRun(_policy(Sampling.SINGLE, 20))
     for outcome in (True, False):

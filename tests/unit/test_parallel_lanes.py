@@ -13,6 +13,7 @@ import pytest
 from repomin.runners.base import Outcome, RunRequest
 from repomin.sampling.accounting import Ledger
 from repomin.sampling.budget import Budget, Cancelled
+from repomin.sampling.designs import SEQUENTIAL_BATCH_FROM
 from repomin.sampling.lanes import Lane, SlotPool, evaluate_all_lanes, first_accepted_lanes
 from repomin.sampling.oracle import Oracle, SamplingConfig
 from repomin.search.reducer import Reduction, ReductionResult, run_passes
@@ -289,15 +290,28 @@ def test_same_verdicts_and_payload_as_one_candidate_at_a_time(seed: int) -> None
     rejected, and each verdict reads its own samples in submission order -- so with outcomes
     keyed by (tree, sample number) every adopted decision and the payload are identical."""
     one, ledger1, oracle1, _ = _reduce(1, seed)
-    many, ledger4, oracle4, runner4 = _reduce(4, seed)
+    many, ledger3, oracle3, runner3 = _reduce(3, seed)  # below SEQUENTIAL_BATCH_FROM: chained
     assert oracle1.policy.flaky
-    assert _decisions(ledger4) == _decisions(ledger1)
+    assert _decisions(ledger3) == _decisions(ledger1)
     assert many.tree.digest == one.tree.digest
-    assert runner4.peak <= 4
-    _identities(ledger4, oracle4)
-    assert sum(ph.superseded for ph in ledger4.phases.values()) >= sum(
+    assert runner3.peak <= 3
+    _identities(ledger3, oracle3)
+    assert sum(ph.superseded for ph in ledger3.phases.values()) >= sum(
         ph.superseded for ph in ledger1.phases.values()
     )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_flaky_batches_fold_within_the_slots_and_keep_the_payload(seed: int) -> None:
+    """From SEQUENTIAL_BATCH_FROM slots a flaky search decides batches: every candidate's
+    samples through one pool of slots, accepted ones folded after a test of the merge."""
+    one, _, _, _ = _reduce(1, seed)
+    many, ledger, oracle, runner = _reduce(SEQUENTIAL_BATCH_FROM, seed, sleep=0.001)
+    assert runner.peak <= SEQUENTIAL_BATCH_FROM
+    assert sorted(many.tree.paths) == sorted(one.tree.paths) == ["d1/f1.txt", "d3/f8.txt"]
+    assert many.tree.byte_count <= one.tree.byte_count
+    assert any(str(e["description"]).startswith("fold of") for e in ledger.events)
+    _identities(ledger, oracle)
 
 
 def test_a_budget_stop_mid_race_keeps_the_accounting() -> None:

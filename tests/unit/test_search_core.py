@@ -75,16 +75,22 @@ def test_the_neutral_batch_leaves_the_rest_undecided_without_combine() -> None:
     assert problem.batch_width == problem.chain_width == 1
 
 
-@pytest.mark.parametrize(("rate", "batch", "chain"), [(1.0, 4, 1), (0.6, 1, 4)])
+@pytest.mark.parametrize(
+    ("rate", "jobs", "batch", "chain"),
+    [(1.0, 4, 4, 1), (1.0, 2, 2, 1), (0.6, 4, 4, 4), (0.6, 2, 1, 2)],
+)
 def test_the_widths_are_the_deciders_and_reach_through_a_view(
-    rate: float, batch: int, chain: int
+    rate: float, jobs: int, batch: int, chain: int
 ) -> None:
-    """Deterministic: batches of one candidate per slot; flaky: one at a time, chained."""
+    """Deterministic: batches of one candidate per slot; flaky: batches from 4 slots, below
+    that one at a time, chained."""
     tree = _tree(["keep", "x", "y"])
     runner = FakeRunner(lambda t: "keep" in t, rate=rate)
-    oracle = fake_oracle(runner, SamplingConfig(), timeout=10, jobs=4)
-    oracle.run_baseline(tree, 4)
-    red = Reduction(initial=tree, oracle=oracle, ledger=Ledger(), jobs=4, protected=lambda p: False)
+    oracle = fake_oracle(runner, SamplingConfig(), timeout=10, jobs=jobs)
+    oracle.run_baseline(tree, jobs)
+    red = Reduction(
+        initial=tree, oracle=oracle, ledger=Ledger(), jobs=jobs, protected=lambda p: False
+    )
     view = focus(red, "x", 10)
     assert (red.batch_width, red.chain_width) == (batch, chain)
     assert (view.batch_width, view.chain_width) == (batch, chain)
