@@ -17,7 +17,7 @@ candidates of the same proposal sequence, all against the same incumbent:
 
 A lane hands its samples to the candidate's test in the order they were *submitted* (sequence
 numbers 0, 1, ...), never in finishing order, so every test sees a fixed sequence of its own
-fresh samples (ARCHITECTURE.md, "Several flaky candidates in flight"; docs/statistics.md §3b).
+fresh samples (ARCHITECTURE.md, "Deciding"; docs/statistics.md §3b).
 """
 
 from __future__ import annotations
