@@ -154,8 +154,27 @@ class SingleRun:
         return False
 
 
+class _Sequential:
+    """The widths of a sequential test: a candidate's samples in parallel, through lanes;
+    batches from :data:`SEQUENTIAL_BATCH_FROM` slots, the next candidates chained below it."""
+
+    __slots__ = ()
+
+    def sample_width(self, jobs: int) -> int:
+        return max(1, jobs)
+
+    def batch_width(self, jobs: int) -> int:
+        return sequential_batch_width(jobs)
+
+    def chain_width(self, jobs: int) -> int:
+        return max(1, jobs)
+
+    def lanes(self) -> bool:
+        return True
+
+
 @dataclass(frozen=True, slots=True)
-class PerCandidate:
+class PerCandidate(_Sequential):
     """The unscreened exact design at the per-candidate level (:func:`per_candidate_test`)."""
 
     policy: SamplingPolicy
@@ -163,21 +182,9 @@ class PerCandidate:
     def decide(self, samples: Samples[bool]) -> Verdict:
         return per_candidate_test(samples, self.policy)
 
-    def sample_width(self, jobs: int) -> int:
-        return max(1, jobs)
-
-    def batch_width(self, jobs: int) -> int:
-        return sequential_batch_width(jobs)
-
-    def chain_width(self, jobs: int) -> int:
-        return max(1, jobs)
-
-    def lanes(self) -> bool:
-        return True
-
 
 @dataclass(frozen=True, slots=True)
-class Screened:
+class Screened(_Sequential):
     """Screen, then spend a family index (:func:`screened_test`); ``spend`` takes the index."""
 
     policy: SamplingPolicy
@@ -185,18 +192,6 @@ class Screened:
 
     def decide(self, samples: Samples[bool]) -> Verdict:
         return screened_test(samples, self.policy, self.spend)
-
-    def sample_width(self, jobs: int) -> int:
-        return max(1, jobs)
-
-    def batch_width(self, jobs: int) -> int:
-        return sequential_batch_width(jobs)
-
-    def chain_width(self, jobs: int) -> int:
-        return max(1, jobs)
-
-    def lanes(self) -> bool:
-        return True
 
 
 def design_of(policy: SamplingPolicy, spend: Spend) -> CandidateDesign:
