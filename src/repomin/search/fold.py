@@ -1,5 +1,8 @@
-"""A search that uses every slot for a deterministic command: fold accepted candidates.
+"""Folding: several accepted candidates into one new incumbent, so every slot counts.
 
+:func:`fold_batch` decides a batch of disjoint candidates (a learning search's; with a
+deterministic command, or a flaky one from 4 slots) through the decider's ``decide_all`` and
+adopts the merge of the accepted ones only when one more test of the merged tree accepts it.
 With ``--jobs N`` and a deterministic (single-run) oracle, :func:`fold_round` evaluates the
 candidates of one ``try_first`` call with N in flight and, instead of keeping only the first
 accepted one, folds *every* compatible accepted candidate into one new incumbent: a three-way
