@@ -32,12 +32,13 @@ the others stale again). A single rejection against the final tree still ends a 
 as for a deterministic oracle: the driver's fixpoint and the re-test of rejected trees give a
 miss more chances. With m = 0 the search is exactly the deterministic one.
 
-**Batches.** A problem that offers ``try_batch`` with ``batch_width`` W > 1 (the reducer, for a
-deterministic command and ``--jobs W``) evaluates the W parts at once and folds every accepted
-one into one new incumbent (``fold.fold_batch``: verified by one more run when it merged
-several; if that run rejects, only the first accepted part is adopted and the others return to
-the undecided units). Every rejected part is evidence about its own units. Otherwise the batch
-has one part and goes through ``try_first``.
+**Batches.** A problem whose ``batch_width`` W > 1 (the reducer with ``--jobs W``: a
+deterministic command, or a flaky one from 4 slots) decides the W parts of ``try_batch`` at
+once and folds every accepted one into one new incumbent (``fold.fold_batch``: verified by one
+more test when it merged several; if that test rejects, only the first accepted part is adopted
+and the others return to the undecided units). Every rejected part is evidence about its own
+units. Otherwise the batch has one part and goes through ``try_first`` (chained behind the
+proposals that would follow a rejection when ``chain_width`` > 1: ``deletion.chain``).
 """
 
 from __future__ import annotations
