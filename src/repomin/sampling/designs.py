@@ -95,9 +95,10 @@ def screened_test(samples: Samples[bool], policy: SamplingPolicy, spend: Spend) 
 
 #: From this many slots on, sequential tests decide batches of disjoint candidates (folded, the
 #: merge verified by one more test); below it one candidate at a time, the next ones chained
-#: into the idle slots. A batch pays one more test for its merge: with 2 slots that costs
-#: more than the second candidate brings (measured on the suite's flaky cases), with 16 it
-#: cut a 2,000-file flaky reduction to a third of its wall time (benchmarks/cluster.py).
+#: into the idle slots. A batch pays one more test for its merge: with 2 slots the suite's
+#: two flaky cases ended a little larger at the same cap (one run each, a weak sign), with 4
+#: to 16 a 2,000-file flaky reduction took a third to a half of its wall time
+#: (docs/decisions/2026-12-06-flaky-batches.md).
 SEQUENTIAL_BATCH_FROM = 4
 
 
