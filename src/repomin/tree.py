@@ -135,6 +135,14 @@ class Tree:
     def byte_count(self) -> int:
         return sum(e.size for e in self.entries.values())
 
+    def reduces(self, incumbent: Tree) -> bool:
+        """Is this tree worth a run as a candidate against ``incumbent``: another tree with
+        fewer bytes or fewer entries? (The search's one no-op rule: any other candidate is
+        recorded as a no-op and never run.)"""
+        if self.digest == incumbent.digest:
+            return False
+        return self.byte_count < incumbent.byte_count or len(self) < len(incumbent)
+
     def _value(self, path: str, entry: Entry | None = None) -> int:
         """The record value of ``path`` (of ``entry`` when given: a candidate's new content,
         not stored, so the shared cache keeps the incumbent's value for the next candidate)."""

@@ -60,3 +60,16 @@ def test_derived_digest_equals_fresh_digest(files: dict[str, bytes]) -> None:
         derived = t.without([path])
         fresh = Tree.of({p: e for p, e in entries.items() if p in derived.entries})
         assert derived.digest == fresh.digest
+
+
+def test_reduces_is_the_no_op_rule() -> None:
+    """A candidate is worth a run only when it is another tree with fewer bytes or entries."""
+    base = Tree.of({"a": Entry("file", b"xx"), "b": Entry("file", b"y")})
+    assert not base.reduces(base)
+    assert not Tree.of(dict(base.entries)).reduces(base)  # the same tree, rebuilt
+    assert base.without(["b"]).reduces(base)  # fewer entries and bytes
+    assert base.replace("a", b"x").reduces(base)  # fewer bytes
+    assert not base.replace("a", b"zz").reduces(base)  # another tree, not smaller
+    assert not base.replace("a", b"xxx").reduces(base)
+    merged = Tree.of({"ab": Entry("file", b"xxy")})
+    assert merged.reduces(base)  # fewer entries, the same bytes

@@ -98,9 +98,7 @@ class Scratch(ProblemDefaults):
 
     def try_first(self, phase: str, candidates: Iterable[tuple[Tree, str]]) -> int | None:
         for pos, (tree, _) in enumerate(candidates):
-            if tree.digest == self._current.digest or (
-                tree.byte_count >= self._current.byte_count and len(tree) >= len(self._current)
-            ):
+            if not tree.reduces(self._current):
                 continue
             if self.spent() >= self._budget or (self.won is None and self.spent() >= GIVE_UP):
                 raise OverBudget

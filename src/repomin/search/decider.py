@@ -179,9 +179,7 @@ class Decider:
 
         def live() -> Iterable[tuple[int, Tree, str]]:
             for pos, (tree, description) in enumerate(candidates):
-                if tree.digest == incumbent.digest or (
-                    tree.byte_count >= incumbent.byte_count and len(tree) >= len(incumbent)
-                ):
+                if not tree.reduces(incumbent):
                     ledger.attempt(phase, "no_op")
                     continue
                 yield pos, tree, description

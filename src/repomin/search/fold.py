@@ -383,9 +383,7 @@ def _batch_items(
     """The candidates worth a run, with their positions; each no-op is recorded as one."""
     items: list[Item] = []
     for pos, (tree, description) in enumerate(candidates):
-        if tree.digest == incumbent.digest or (
-            tree.byte_count >= incumbent.byte_count and len(tree) >= len(incumbent)
-        ):
+        if not tree.reduces(incumbent):
             ledger.attempt(phase, "no_op")
         else:
             items.append((pos, tree, description))
