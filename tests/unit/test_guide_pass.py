@@ -19,6 +19,7 @@ import pytest
 
 import repomin.passes
 from repomin.app.reduce import ReduceOptions, execute
+from repomin.cluster.wiring import ClusterConfig
 from repomin.failure.contract import FailureSpec
 from repomin.report.io import load_schema
 from repomin.report.validate import validate_report
@@ -57,6 +58,14 @@ def test_every_registered_pass_name_fits_the_schema() -> None:
 
 
 def _reduce(root: Path, jobs: int) -> tuple[dict[str, Any], dict[str, bytes]]:
+    return _reduce_with(root, jobs)
+
+
+def _reduce_with(
+    root: Path, jobs: int, cluster: ClusterConfig | None = None
+) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """A real reduction of :data:`FILES` with the guide pass alone (locally, or with the
+    samples on a Dask cluster: ``tests/cluster/test_guide_pass_cluster.py``)."""
     src = root / "src"
     for rel, text in FILES.items():
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -68,6 +77,7 @@ def _reduce(root: Path, jobs: int) -> tuple[dict[str, Any], dict[str, bytes]]:
         spec=FailureSpec(match="BUG: the root"),
         schedule=(DropText.name,),
         jobs=jobs,
+        cluster=cluster,
     )
     result = execute(options)  # the default runner factory: the host runner
     assert result.exit_code == 0
