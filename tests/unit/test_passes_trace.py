@@ -305,7 +305,27 @@ def test_retrace_after_a_content_edit_cuts_what_is_no_longer_loaded() -> None:
     assert len(traced) == 1
 
 
-def test_retrace_that_does_not_reproduce_is_not_used() -> None:
+def test_retrace_that_does_not_reproduce_proposes_its_cut_but_keeps_the_hints() -> None:
+    """A flaky failure's traced run misses like its samples: its cut is still a candidate,
+    decided by the oracle; its trace does not replace the hints (order, priors, coverage)."""
+    from repomin.passes.hints import SearchHints
+
+    tree = text_tree({"main.txt": "load a\n", "a": "", "b": ""})
+    first = TraceResult("strace", frozenset({"main.txt", "a", "b"}), "ok")
+    cut = TraceCut(first)
+    cut.hints = SearchHints(
+        retrace=lambda t: TraceResult("strace", frozenset({"main.txt"}), "ok", reproduced=False),
+        trace=first,
+    )
+    problem = PredicateProblem(tree, lambda t: True)
+    cut.run(problem)
+    problem._current = problem.current.replace("main.txt", b"load\n")
+    cut.run(problem)
+    assert problem.calls == 1 and set(problem.current.entries) == {"main.txt"}
+    assert cut.hints.trace is first
+
+
+def test_a_rejected_cut_of_a_non_reproducing_retrace_changes_nothing() -> None:
     from repomin.passes.hints import SearchHints
 
     tree = text_tree({"main.txt": "load a\n", "a": "", "b": ""})
@@ -313,11 +333,11 @@ def test_retrace_that_does_not_reproduce_is_not_used() -> None:
     cut.hints = SearchHints(
         retrace=lambda t: TraceResult("strace", frozenset({"main.txt"}), "ok", reproduced=False)
     )
-    problem = PredicateProblem(tree, lambda t: True)
+    problem = PredicateProblem(tree, lambda t: "a" in t.entries)
     cut.run(problem)
     problem._current = problem.current.replace("main.txt", b"load\n")
     cut.run(problem)
-    assert problem.calls == 0 and set(problem.current.entries) == {"main.txt", "a", "b"}
+    assert problem.calls == 1 and set(problem.current.entries) == {"main.txt", "a", "b"}
 
 
 class _TwoSlots(BesideProblem):

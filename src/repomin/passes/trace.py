@@ -56,8 +56,10 @@ class TraceCut:
     content changed since the tree last traced (a content pass may have removed the code that
     loaded other files), the command is traced again on the current tree (an event, never an
     oracle sample) and deleting everything that run no longer touched is proposed as one
-    candidate. A traced run that did not reproduce the failure is not used (it may have taken
-    another path). Each new trace also refreshes the priors of the deletion search. The
+    candidate. A traced run that did not reproduce the failure (a flaky failure's traced run
+    misses as often as its samples) still proposes its cut, which the oracle decides like any
+    candidate; the priors, the file order and the coverage are refreshed only from runs that
+    reproduced it (another path may have run). The
     re-traced run goes where the search layer puts it (``problem.later``): with several slots
     in the background, its cut proposed when the search settles it (after the next pass that
     draws samples), so that the traced run, several samples long, no longer holds up every
@@ -107,14 +109,20 @@ class TraceCut:
         return retrace, tree
 
     def finish(self, problem: Problem, result: TraceResult, number: int) -> None:
-        """Renew the hints from a re-traced run and propose its cut (when it reproduced)."""
-        if result.opened is None or result.reproduced is False:
+        """Propose a re-traced run's cut, and renew the hints from it when it reproduced."""
+        if result.opened is None:
             return
-        if self.hints is not None:
+        note = ""
+        if result.reproduced is False:
+            # A flaky failure's traced run misses as often as its samples do; its cut is a
+            # candidate like any (the oracle decides), but its order, priors and coverage may
+            # be those of another path, so the hints stay those of the last reproducing run.
+            note = " (that run did not reproduce the failure)"
+        elif self.hints is not None:
             self.hints.update_trace(result)
-        self._cut(problem, result, f"re-traced run {number}")
+        self._cut(problem, result, f"re-traced run {number}", note)
 
-    def _cut(self, problem: Problem, trace: TraceResult, which: str) -> None:
+    def _cut(self, problem: Problem, trace: TraceResult, which: str, note: str = "") -> None:
         tree = problem.current
         keep = kept_by_trace(tree, trace, problem.protected)
         drop = [p for p in tree.entries if p not in keep]
@@ -124,7 +132,7 @@ class TraceCut:
         gone = tree.file_count - candidate.file_count
         description = (
             f"delete the {gone} file{'' if gone == 1 else 's'} the {which} ({trace.method}) "
-            f"never touched; keep {candidate.file_count}"
+            f"never touched; keep {candidate.file_count}{note}"
         )
         problem.try_first(self.name, [(candidate, description)])
 
