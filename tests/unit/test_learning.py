@@ -20,7 +20,7 @@ from repomin.passes.hints import SearchHints
 from repomin.passes.lines import DeleteLines
 from repomin.search.deletion.belief import PRIOR_MAX, TRUST, Belief, TieredBelief
 from repomin.search.deletion.learning import SearchStats, learn_delete
-from repomin.search.problem import Combine, Speculate
+from repomin.search.problem import Batch
 from repomin.tree import Tree
 from tests.unit._pass_harness import (
     PredicateProblem,
@@ -360,14 +360,8 @@ class BatchProblem(PredicateProblem):
             self.verdicts[tree.digest] = self.predicate(tree)
         return [self.verdicts[t.digest] for t in trees]
 
-    def try_batch(
-        self,
-        phase: str,
-        candidates: Sequence[tuple[Tree, str]],
-        ahead: Speculate | None = None,
-        combine: Combine | None = None,
-        spare: object = None,
-    ) -> list[bool | None]:
+    def try_batch(self, phase: str, batch: Batch) -> list[bool | None]:
+        candidates, ahead, combine = batch.candidates, batch.ahead, batch.combine
         base = self.current
         outcomes: list[bool | None] = list(self.decide([t for t, _ in candidates]))
         won = [tree for (tree, _), ok in zip(candidates, outcomes, strict=True) if ok]

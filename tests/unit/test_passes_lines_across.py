@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import repomin.passes.lines as lines_module
 from repomin.passes.lines import DeleteLines
-from repomin.search.problem import Combine, Problem, Speculate
+from repomin.search.problem import Batch, Problem
 from repomin.tree import Tree
 from tests.unit._pass_harness import (
     PredicateProblem,
@@ -63,14 +63,8 @@ class Slots(PredicateProblem):
                 return pos
         return None
 
-    def try_batch(
-        self,
-        phase: str,
-        candidates: Sequence[tuple[Tree, str]],
-        ahead: Speculate | None = None,
-        combine: Combine | None = None,
-        spare: object = None,
-    ) -> list[bool | None]:
+    def try_batch(self, phase: str, batch: Batch) -> list[bool | None]:
+        candidates, ahead, combine = batch.candidates, batch.ahead, batch.combine
         base = self.current
         live = [t for t, _ in candidates if t.digest != base.digest]
         verdicts = dict(zip((t.digest for t in live), self.decide(live), strict=True))
@@ -230,15 +224,8 @@ class EditsOnce(Slots):
 
     edited = False
 
-    def try_batch(
-        self,
-        phase: str,
-        candidates: Sequence[tuple[Tree, str]],
-        ahead: Speculate | None = None,
-        combine: Combine | None = None,
-        spare: object = None,
-    ) -> list[bool | None]:
-        outcomes = super().try_batch(phase, candidates, ahead, combine)
+    def try_batch(self, phase: str, batch: Batch) -> list[bool | None]:
+        outcomes = super().try_batch(phase, Batch(batch.candidates, batch.ahead, batch.combine))
         if any(outcomes) and not self.edited:
             self.edited = True
             data = self._current.entries["f1.txt"].data

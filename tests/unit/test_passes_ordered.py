@@ -4,7 +4,6 @@ re-traced cut after every changed file, settled files skipped by the stand-alone
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -14,6 +13,7 @@ from repomin.passes.hints import SearchHints
 from repomin.passes.lines import DeleteLines
 from repomin.passes.ordered import TraceOrder, Unsettled, wrap_unsettled
 from repomin.passes.trace import TraceCut
+from repomin.search.problem import Batch
 from repomin.search.view import focus
 from repomin.tree import Tree
 from tests.unit._pass_harness import BesideProblem, PredicateProblem, text_tree
@@ -174,16 +174,9 @@ class _Batched(BesideProblem):
     adopted and the rest are left undecided (a valid, if unfolded, answer); background work
     runs in a thread until settled."""
 
-    def try_batch(
-        self,
-        phase: str,
-        candidates: Sequence[tuple[Tree, str]],
-        ahead: Any = None,
-        combine: Any = None,
-        spare: Any = None,
-    ) -> list[bool | None]:
+    def try_batch(self, phase: str, batch: Batch) -> list[bool | None]:
         outcomes: list[bool | None] = []
-        for tree, description in candidates:
+        for tree, description in batch.candidates:
             if True in outcomes:
                 outcomes.append(None)
                 continue

@@ -13,7 +13,7 @@ from repomin.sampling.accounting import Ledger
 from repomin.sampling.oracle import SamplingConfig
 from repomin.search.decider import Labels
 from repomin.search.incumbent import Incumbent, Mutation
-from repomin.search.problem import ProblemDefaults
+from repomin.search.problem import Batch, ProblemDefaults
 from repomin.search.reducer import Reduction
 from repomin.search.view import focus
 from repomin.tree import Entry, Tree
@@ -59,7 +59,7 @@ def test_the_neutral_batch_adopts_the_first_and_decides_the_rest_on_top_of_it() 
     def combine(positions: Sequence[int]) -> Tree:
         return tree.without(p for i in positions for p in drops[i])
 
-    outcomes = problem.try_batch("files", candidates, combine=combine)
+    outcomes = problem.try_batch("files", Batch(candidates, combine=combine))
     assert outcomes == [True, False, True, True]
     assert set(problem.current.entries) == {"d"}
     # each later candidate was decided with every adopted one before it
@@ -70,7 +70,7 @@ def test_the_neutral_batch_leaves_the_rest_undecided_without_combine() -> None:
     tree = _tree(["a", "b", "c"])
     problem = _Needs(tree, {"c"})
     candidates = [(tree.without([n]), n) for n in ("a", "b", "c")]
-    assert problem.try_batch("files", candidates) == [True, None, None]
+    assert problem.try_batch("files", Batch(candidates)) == [True, None, None]
     assert len(problem.decided) == 1
     assert problem.batch_width == problem.chain_width == 1
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,6 +14,7 @@ from repomin.runners.base import Outcome, RunRequest
 from repomin.sampling.accounting import Ledger
 from repomin.sampling.oracle import SamplingConfig
 from repomin.search.deletion.learning import first_batch, learn_delete
+from repomin.search.problem import Batch
 from repomin.search.reducer import Reduction
 from repomin.tree import Tree
 from tests.conftest import FakeRunner, fake_oracle
@@ -67,7 +68,7 @@ def test_a_batch_with_an_idle_slot_runs_the_spare_tree_beside_its_candidate() ->
         asked.append(k)
         return [later, tree, tree.without(["a"])]  # the incumbent and a candidate are skipped
 
-    assert red.try_batch("p", [(tree.without(["a"]), "drop a")], spare=spare) == [False]
+    assert red.try_batch("p", Batch([(tree.without(["a"]), "drop a")], spare=spare)) == [False]
     assert asked == [1] and red.oracle.samples - before == 2
     assert red.oracle.cached(later) is not None  # decided, waiting for its proposal
     runs = {d: (s, e) for d, s, e in runner.spans}
@@ -77,7 +78,7 @@ def test_a_batch_with_an_idle_slot_runs_the_spare_tree_beside_its_candidate() ->
     ph = ledger.phases["p"]
     assert ph.attempts == 1 and ph.rejected == 1 and ph.oracle_samples == 2
     # proposed later, it costs no run
-    assert red.try_batch("p", [(later, "drop b")]) == [True]
+    assert red.try_batch("p", Batch([(later, "drop b")])) == [True]
     assert red.oracle.samples - before == 2
 
 
@@ -92,12 +93,12 @@ def test_no_spare_runs_when_the_batch_fills_the_slots_or_needs_no_run() -> None:
         return [tree.without(["c"])]
 
     two = [(tree.without(["a"]), "a"), (tree.without(["b"]), "b")]
-    red.try_batch("p", two, spare=spare)
+    red.try_batch("p", Batch(two, spare=spare))
     assert asked == []  # both slots busy
     cached = red.current.without(["a"])
     red.oracle.evaluate(cached, "p", "x")
     before = red.oracle.samples
-    red.try_batch("p", [(cached, "a again")], spare=spare)
+    red.try_batch("p", Batch([(cached, "a again")], spare=spare))
     assert asked == [] and red.oracle.samples == before  # a cache hit alone: nothing runs
 
 
@@ -123,9 +124,8 @@ def test_first_batch_is_what_the_search_proposes_first(n: int, width: int) -> No
         def try_first(self, phase: str, candidates: object) -> int | None:
             raise AssertionError("a batch problem gets batches")
 
-        def try_batch(
-            self, phase: str, candidates: Sequence[tuple[Tree, str]], *args: object
-        ) -> list[bool | None]:
+        def try_batch(self, phase: str, batch: Batch) -> list[bool | None]:
+            candidates = batch.candidates
             if self.first is None:
                 self.first = [t.digest for t, _ in candidates]
             return [False] * len(candidates)
@@ -239,14 +239,8 @@ def test_the_learning_search_guesses_only_behind_single_units() -> None:
         def try_first(self, phase: str, candidates: object) -> int | None:
             raise AssertionError("a batch problem gets batches")
 
-        def try_batch(
-            self,
-            phase: str,
-            candidates: Sequence[tuple[Tree, str]],
-            ahead: object = None,
-            combine: object = None,
-            spare: Callable[[int], list[Tree]] | None = None,
-        ) -> list[bool | None]:
+        def try_batch(self, phase: str, batch: Batch) -> list[bool | None]:
+            candidates, spare = batch.candidates, batch.spare
             assert spare is not None
             sizes = [tree.file_count - t.file_count for t, _ in candidates]
             seen.append((sizes, len(spare(1))))

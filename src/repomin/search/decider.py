@@ -23,7 +23,7 @@ from repomin.sampling.oracle import Cancelled, Oracle, StopSearch, Verdict
 from repomin.sampling.parallel import evaluate_all, first_accepted
 from repomin.search.fold import AheadFinal, Decide, Evaluate, J, fold_batch, fold_round
 from repomin.search.incumbent import Incumbent
-from repomin.search.problem import Combine, Spare, Speculate
+from repomin.search.problem import Batch
 from repomin.tree import Tree
 
 
@@ -135,23 +135,17 @@ class Decider:
         self.ledger.attempt(phase, "superseded" if verdict.accepted else "rejected")
         return verdict.accepted
 
-    def try_batch(
-        self,
-        phase: str,
-        candidates: Sequence[tuple[Tree, str]],
-        ahead: Speculate | None = None,
-        combine: Combine | None = None,
-        spare: Spare | None = None,
-    ) -> list[bool | None]:
+    def try_batch(self, phase: str, batch: Batch) -> list[bool | None]:
         """Decide every candidate against the incumbent and fold all accepted ones into one
-        new incumbent (``fold.fold_batch``, which says what ``ahead``, ``combine`` and
-        ``spare`` do). Per candidate True (adopted), False (rejected or a no-op) or None
+        new incumbent (``fold.fold_batch``, which says what the batch's ``ahead``, ``combine``
+        and ``spare`` do). Per candidate True (adopted), False (rejected or a no-op) or None
         (accepted but not adopted, or not decided)."""
+        width = len(batch.candidates)
         if self.ahead is not None:
-            self.ahead.make_room(len(candidates), self.jobs)
+            self.ahead.make_room(width, self.jobs)
             if self._settled:
-                self.ahead.offer(self.current, phase, self.jobs - len(candidates))
-        return fold_batch(self, phase, candidates, self._evaluator(phase), ahead, combine, spare)
+                self.ahead.offer(self.current, phase, self.jobs - width)
+        return fold_batch(self, phase, batch, self._evaluator(phase))
 
     def _evaluator(self, phase: str) -> Evaluate:
         def evaluate(

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from repomin.sampling.oracle import Cancelled, StopSearch, Verdict
 from repomin.sampling.parallel import fold_accepted
-from repomin.search.problem import Combine, Spare, Speculate
+from repomin.search.problem import Batch, Spare, Speculate
 from repomin.tree import Entry, Tree
 
 if TYPE_CHECKING:
@@ -318,13 +318,7 @@ def _fold_description(descriptions: Sequence[str]) -> str:
 
 
 def fold_batch(
-    reduction: Folding,
-    phase: str,
-    candidates: Sequence[tuple[Tree, str]],
-    evaluate: Evaluate,
-    ahead: Speculate | None = None,
-    combine: Combine | None = None,
-    spare: Spare | None = None,
+    reduction: Folding, phase: str, batch: Batch, evaluate: Evaluate
 ) -> list[bool | None]:
     """Decide a batch of candidates that can succeed together, all against the incumbent, and
     fold every accepted one into one new incumbent.
@@ -341,6 +335,7 @@ def fold_batch(
     True (in the new incumbent), False (rejected, or a no-op) or None (accepted but not
     adopted, or not decided).
     """
+    candidates, ahead, combine, spare = batch.candidates, batch.ahead, batch.combine, batch.spare
     incumbent = reduction.current
     ledger = reduction.ledger
     items = _batch_items(ledger, phase, candidates, incumbent)

@@ -17,6 +17,7 @@ time, work done at once.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from repomin.tree import Tree
@@ -29,6 +30,21 @@ Combine = Callable[[Sequence[int]], Tree]
 #: ``try_batch``'s ``spare``: given a number of idle slots, the trees the caller will propose
 #: next if every candidate of the batch is rejected (run in those slots).
 Spare = Callable[[int], list[Tree]]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What ``try_batch`` decides: disjoint candidates, all against the same incumbent, and
+    what the caller knows about them (``search/fold.py`` says how each is used)."""
+
+    candidates: Sequence[tuple[Tree, str]]
+    #: Given the merged tree and the outcomes it would have, the next batch's trees.
+    ahead: Speculate | None = None
+    #: The tree of several accepted candidates (by position) together; else a content merge.
+    combine: Combine | None = None
+    #: Given idle slots, the trees proposed next if every candidate is rejected.
+    spare: Spare | None = None
+
 
 T = TypeVar("T")
 
@@ -49,18 +65,11 @@ class Problem(Protocol):
         """Decide candidates in order; adopt and return the index of the first accepted."""
         ...
 
-    def try_batch(
-        self,
-        phase: str,
-        candidates: Sequence[tuple[Tree, str]],
-        ahead: Speculate | None = None,
-        combine: Combine | None = None,
-        spare: Spare | None = None,
-    ) -> list[bool | None]:
+    def try_batch(self, phase: str, batch: Batch) -> list[bool | None]:
         """Decide a batch of disjoint candidates and fold every accepted one into the new
-        incumbent (``combine`` builds several together; ``ahead`` and ``spare`` fill idle
-        slots: ``search/fold.py``). Per candidate True (adopted), False (rejected or a
-        no-op) or None (accepted but not adopted, or not decided)."""
+        incumbent (``batch.combine`` builds several together; ``batch.ahead`` and
+        ``batch.spare`` fill idle slots: ``search/fold.py``). Per candidate True (adopted),
+        False (rejected or a no-op) or None (accepted but not adopted, or not decided)."""
         ...
 
     @property
@@ -162,25 +171,18 @@ class ProblemDefaults:
     def chain_width(self) -> int:
         return 1
 
-    def try_batch(
-        self,
-        phase: str,
-        candidates: Sequence[tuple[Tree, str]],
-        ahead: Speculate | None = None,
-        combine: Combine | None = None,
-        spare: Spare | None = None,
-    ) -> list[bool | None]:
+    def try_batch(self, phase: str, batch: Batch) -> list[bool | None]:
         """The batch one candidate at a time through ``try_first``: the first accepted is
         adopted, each later one is decided on top of all adopted before it (``combine``), or
         left undecided (None) when there is no ``combine``."""
         results: list[bool | None] = []
         adopted: list[int] = []
-        for i, (tree, description) in enumerate(candidates):
+        for i, (tree, description) in enumerate(batch.candidates):
             if adopted:
-                if combine is None:
+                if batch.combine is None:
                     results.append(None)
                     continue
-                tree = combine([*adopted, i])
+                tree = batch.combine([*adopted, i])
             won = self.try_first(phase, [(tree, description)]) is not None
             if won:
                 adopted.append(i)

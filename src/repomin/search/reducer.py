@@ -21,7 +21,7 @@ from repomin.search.background import Background
 from repomin.search.decider import Decider, Labels
 from repomin.search.fold import AheadFinal
 from repomin.search.incumbent import Incumbent, Mutation
-from repomin.search.problem import Combine, Pass, Problem, Spare, Speculate
+from repomin.search.problem import Batch, Pass, Problem
 from repomin.tree import Tree
 
 T = TypeVar("T")
@@ -106,15 +106,8 @@ class Reduction:
     def try_first(self, phase: str, candidates: Iterable[tuple[Tree, str]]) -> int | None:
         return self.decider.try_first(phase, candidates)
 
-    def try_batch(
-        self,
-        phase: str,
-        candidates: Sequence[tuple[Tree, str]],
-        ahead: Speculate | None = None,
-        combine: Combine | None = None,
-        spare: Spare | None = None,
-    ) -> list[bool | None]:
-        return self.decider.try_batch(phase, candidates, ahead, combine, spare)
+    def try_batch(self, phase: str, batch: Batch) -> list[bool | None]:
+        return self.decider.try_batch(phase, batch)
 
     def probe(self, phase: str, tree: Tree) -> bool:
         return self.decider.probe(phase, tree)

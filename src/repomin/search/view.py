@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from repomin.search.problem import Combine, Problem, Spare, Speculate
+from repomin.search.problem import Batch, Problem
 from repomin.tree import Tree
 
 T = TypeVar("T")
@@ -71,20 +71,13 @@ class View:
             raise OverBudget
         return self._problem.try_first(phase, self._bounded(candidates))
 
-    def try_batch(
-        self,
-        phase: str,
-        candidates: Sequence[tuple[Tree, str]],
-        ahead: Speculate | None = None,
-        combine: Combine | None = None,
-        spare: Spare | None = None,
-    ) -> list[bool | None]:
+    def try_batch(self, phase: str, batch: Batch) -> list[bool | None]:
         # The learning search decides batches here when the problem has slots (``--jobs``):
         # without this the budget was checked only on ``try_first`` and a batched search of a
         # large file ran past it (found on the npm case: the lexer kept the cap to itself).
         if self._over():
             raise OverBudget
-        return self._problem.try_batch(phase, candidates, ahead, combine, spare)
+        return self._problem.try_batch(phase, batch)
 
     def _bounded(self, candidates: Iterable[tuple[Tree, str]]) -> Iterator[tuple[Tree, str]]:
         it = iter(candidates)

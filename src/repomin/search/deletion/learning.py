@@ -51,7 +51,7 @@ from typing import Generic, TypeVar
 from repomin.search.deletion.belief import PRIOR_MAX, TieredBelief
 from repomin.search.deletion.chain import chain_first
 from repomin.search.deletion.split import Part, Pending, split
-from repomin.search.problem import Combine, Problem, Spare, Speculate
+from repomin.search.problem import Batch, Combine, Problem, Spare, Speculate
 from repomin.tree import Tree
 
 U = TypeVar("U")
@@ -364,13 +364,13 @@ class _Learning(Generic[U]):
         digest: str,
     ) -> list[bool | None]:
         """Decide ``parts`` at once, with the next batch guessed behind the merge check."""
-        return problem.try_batch(
-            self.phase,
+        batch = Batch(
             candidates,
-            self.speculate(parts, trees, digest),
-            self.combined(parts),
-            self.spare_of(parts, trees, digest),
+            ahead=self.speculate(parts, trees, digest),
+            combine=self.combined(parts),
+            spare=self.spare_of(parts, trees, digest),
         )
+        return problem.try_batch(self.phase, batch)
 
     def chain(self, first: Part, digest: str) -> tuple[list[Part], list[Tree], list[bool | None]]:
         """Decide ``first`` and the chain behind it; the search goes on from the state

@@ -27,7 +27,7 @@ from typing import Generic, TypeVar
 
 from repomin.search.deletion.learning import Search
 from repomin.search.deletion.split import Part
-from repomin.search.problem import Combine, Problem, Speculate
+from repomin.search.problem import Batch, Combine, Problem, Speculate
 from repomin.tree import Tree
 
 U = TypeVar("U")
@@ -35,8 +35,8 @@ U = TypeVar("U")
 #: ``build(remaining)``: the tree in which member ``k`` keeps exactly ``remaining[k]`` (None:
 #: member ``k`` was cut short and its content stays as it is).
 Build = Callable[[Sequence[Sequence[U] | None]], Tree]
-#: (member, part) pairs of one batch, in proposal order.
-Batch = list[tuple[int, Part]]
+#: (member, part) pairs of one planned batch, in proposal order.
+Plan = list[tuple[int, Part]]
 
 
 class Lockstep(Generic[U]):
@@ -64,7 +64,7 @@ class Lockstep(Generic[U]):
             remaining.append(None if k in self.cut else keep)
         return self.build(remaining)
 
-    def plan(self, searches: Sequence[Search[U]], width: int, base: Tree) -> Batch:
+    def plan(self, searches: Sequence[Search[U]], width: int, base: Tree) -> Plan:
         """Every member with work gets one slot (at most ``width`` members, in member order);
         spare slots go round-robin to members whose plan grows with one more slot."""
         versions = {k: self.version(base, k) for k in self.active}
@@ -96,7 +96,7 @@ class Lockstep(Generic[U]):
     def learn(
         self,
         searches: Sequence[Search[U]],
-        batch: Batch,
+        batch: Plan,
         outcomes: Sequence[bool | None],
         trees: Sequence[Tree],
         before: Tree,
@@ -158,7 +158,7 @@ def learn_together(
     width = max(1, problem.batch_width)
     narrow = False
 
-    def ahead_of(batch: Batch, trees: Sequence[Tree], before: Tree) -> Speculate:
+    def ahead_of(batch: Plan, trees: Sequence[Tree], before: Tree) -> Speculate:
         def ahead(merged: Tree, outcomes: Sequence[bool | None]) -> list[Tree]:
             nonlocal narrow
             hypo = [s.copy() for s in state.searches]
@@ -177,7 +177,7 @@ def learn_together(
 
         return ahead
 
-    def combine_of(batch: Batch) -> Combine:
+    def combine_of(batch: Plan) -> Combine:
         def tree(won: Sequence[int]) -> Tree:
             gone: dict[int, list[int]] = {}
             for j in won:
@@ -200,7 +200,7 @@ def learn_together(
         ]
         if width > 1:
             outcomes = problem.try_batch(
-                phase, candidates, ahead_of(batch, trees, before), combine_of(batch)
+                phase, Batch(candidates, ahead_of(batch, trees, before), combine_of(batch))
             )
         else:
             outcomes = [problem.try_first(phase, candidates[:1]) == 0]
