@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+import repomin.passes
 from repomin.cluster.wiring import ClusterConfig
-from tests.unit.test_guide_pass import JUNK, _reduce_with, registered  # noqa: F401
+from tests.unit.guide_pass import DropText
+from tests.unit.test_guide_pass import JUNK, reduce_with_guide_pass
 
 from ._support import shared_cluster
 
@@ -23,15 +25,15 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 
 def test_the_guide_pass_runs_at_full_width_on_the_cluster(
-    registered: None,  # noqa: F811
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     address = shared_cluster()
+    monkeypatch.setitem(repomin.passes.REGISTRY, DropText.name, DropText)  # the guide's line
     (tmp_path / "local").mkdir()
     (tmp_path / "cluster").mkdir()
-    _, local = _reduce_with(tmp_path / "local", jobs=1)
+    _, local = reduce_with_guide_pass(tmp_path / "local", jobs=1)
     cluster = ClusterConfig(address, jobs_from_cluster=False)
-    report, payload = _reduce_with(tmp_path / "cluster", jobs=3, cluster=cluster)
+    report, payload = reduce_with_guide_pass(tmp_path / "cluster", jobs=3, cluster=cluster)
 
     assert payload == local
     ex = report["execution"]

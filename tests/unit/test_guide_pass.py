@@ -57,11 +57,7 @@ def test_every_registered_pass_name_fits_the_schema() -> None:
     assert not re.fullmatch(defs["phase"]["properties"]["name"]["pattern"], "Not A Name")
 
 
-def _reduce(root: Path, jobs: int) -> tuple[dict[str, Any], dict[str, bytes]]:
-    return _reduce_with(root, jobs)
-
-
-def _reduce_with(
+def reduce_with_guide_pass(
     root: Path, jobs: int, cluster: ClusterConfig | None = None
 ) -> tuple[dict[str, Any], dict[str, bytes]]:
     """A real reduction of :data:`FILES` with the guide pass alone (locally, or with the
@@ -92,7 +88,7 @@ def test_the_guide_pass_reduces_alike_with_one_and_two_jobs(
     reports, payloads = {}, {}
     for jobs in (1, 2):
         (tmp_path / str(jobs)).mkdir()
-        reports[jobs], payloads[jobs] = _reduce(tmp_path / str(jobs), jobs)
+        reports[jobs], payloads[jobs] = reduce_with_guide_pass(tmp_path / str(jobs), jobs)
 
     assert sorted(payloads[1]) == ["data.csv", "need.txt", "run.sh"]
     assert payloads[1] == payloads[2]
