@@ -19,7 +19,7 @@ from repomin.passes.files import DeleteFiles
 from repomin.passes.hints import SearchHints
 from repomin.passes.lines import DeleteLines
 from repomin.search.deletion.belief import PRIOR_MAX, TRUST, Belief, TieredBelief
-from repomin.search.deletion.learning import SearchStats, learn_delete
+from repomin.search.deletion.learning import Hold, SearchStats, learn_delete
 from repomin.search.problem import Batch
 from repomin.tree import Tree
 from tests.unit._pass_harness import (
@@ -46,6 +46,7 @@ def search(
     n: int,
     predicate: Callable[[frozenset[str]], bool],
     priors: Sequence[float] | None = None,
+    hold: Hold | None = None,
 ) -> tuple[list[str], RecordingProblem, SearchStats[str]]:
     units = [f"u{i:05d}" for i in range(n)]
     problem = RecordingProblem(
@@ -57,7 +58,9 @@ def search(
         return problem.current.without(u for u in units if u not in kept)
 
     stats: SearchStats[str] = SearchStats()
-    kept = learn_delete(problem, "files", units, build, lambda c: f"delete {len(c)}", priors, stats)
+    kept = learn_delete(
+        problem, "files", units, build, lambda c: f"delete {len(c)}", priors, stats, hold=hold
+    )
     return kept, problem, stats
 
 
@@ -273,6 +276,56 @@ def test_property_arbitrary_predicate_gives_a_one_minimal_result(
     # singleton is not; the same tree reached from another incumbent is the cache's business)
     assert len(problem.asked) == len(set(problem.asked))
     assert stats.survivors == kept
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(1, 24),
+    seed=st.integers(0, 10_000),
+    density=st.sampled_from([0.2, 0.5, 0.8]),
+    holds=st.lists(st.tuples(st.integers(0, 23), st.integers(0, 23)), max_size=30),
+)
+def test_property_any_hold_keeps_the_result_one_minimal(
+    n: int, seed: int, density: float, holds: list[tuple[int, int]]
+) -> None:
+    """A hold only orders the tests: whatever it says (right, wrong or contradictory), the
+    result is 1-minimal and no question is asked twice against the same incumbent."""
+    predicate = hashed(seed, density, n)
+
+    def hold(present: Sequence[int]) -> set[int]:
+        alive = set(present)
+        return {a for a, b in holds if a in alive and b in alive and a != b}
+
+    kept, problem, _ = search(n, predicate, hold=hold)
+    final = frozenset(problem.current.entries)
+    assert final == set(kept) and predicate(final)
+    for unit in kept:
+        assert not predicate(final - {unit})
+    assert len(problem.asked) == len(set(problem.asked))
+
+
+def test_a_right_hold_tests_users_before_what_they_use() -> None:
+    """Ten definitions, each read by one user; three users are needed (with what they read).
+    Held while its user is present, a definition is tried after the user is gone, not before:
+    fewer runs for the same result."""
+    n = 10
+    units = [f"u{i:05d}" for i in range(2 * n)]  # u0..u9 definitions, u10..u19 their users
+    needed_users = {units[n + k] for k in (1, 4, 7)}
+
+    def predicate(present: frozenset[str]) -> bool:
+        if not needed_users <= present:
+            return False
+        return all(units[k] in present for k in range(n) if units[n + k] in present)
+
+    def hold(present: Sequence[int]) -> set[int]:
+        alive = set(present)
+        return {k for k in range(n) if k in alive and n + k in alive}
+
+    with_hold, problem_held, _ = search(2 * n, predicate, hold=hold)
+    without, problem_free, _ = search(2 * n, predicate)
+    expected = needed_users | {units[k] for k in (1, 4, 7)}
+    assert set(with_hold) == set(without) == expected
+    assert problem_held.calls < problem_free.calls
 
 
 @settings(max_examples=40, deadline=None)

@@ -16,7 +16,12 @@ from repomin.passes.trace import TraceCut
 from repomin.search.problem import Batch
 from repomin.search.view import focus
 from repomin.tree import Tree
-from tests.unit._pass_harness import BesideProblem, PredicateProblem, text_tree
+from tests.unit._pass_harness import (
+    BesideProblem,
+    PredicateProblem,
+    reduce_with_reduction,
+    text_tree,
+)
 
 ROOT = "/dev/shm/s/tree"
 
@@ -395,3 +400,54 @@ def test_the_head_start_is_reported_when_the_search_stops_inside_it() -> None:
     [(_, text, fields)] = problem.notes
     assert fields == {"runs": 4, "files_before": 122, "files_after": 122}
     assert text.endswith("(the search stopped during it)")
+
+
+def test_a_file_finished_in_an_earlier_round_waits_until_the_driver_says_forget() -> None:
+    tree = _chain_tree()
+    ordered, instances, problem = _ordered(tree)
+    instances["trace"].run(problem)  # type: ignore[attr-defined]
+    ordered.run(problem)
+    worked = len(ordered.log)
+    ordered.run(problem)  # the next round: every file finished and unchanged
+    assert len(ordered.log) == worked
+    assert ordered.forget() and not ordered.settled
+    ordered.run(problem)  # after forgetting: every file is worked on again
+    assert len(ordered.log) == 2 * worked
+    assert not ordered.forget()  # that round skipped nothing
+
+
+def _uses_defined(tree: Tree) -> bool:
+    """The chain fails and every ``use NAME`` line has a ``def NAME`` line in a loaded file."""
+    order, failed = _run(tree)
+    lines = [ln for p in order for ln in tree.entries[p].data.decode().splitlines()]
+    defined = {ln.split()[1] for ln in lines if ln.startswith("def ")}
+    return failed and all(ln.split()[1] in defined for ln in lines if ln.startswith("use "))
+
+
+def test_a_binding_freed_by_a_later_file_goes_in_the_round_that_skips_nothing() -> None:
+    """``a.txt`` (worked on first) defines X, which only ``b.txt`` uses, and ``b.txt`` does not
+    need it: a (and main's ``load a.txt``) can go only after b's use is gone. The rounds after
+    the first skip the finished files; the driver's round that skips nothing still deletes
+    them, so the result is the same as with nothing skipped."""
+    files = {
+        "main.txt": "load a.txt\nload b.txt\n",
+        "a.txt": "def X\nfiller\n",
+        "b.txt": "use X\nfiller\nload deep.txt\n",
+        "deep.txt": "BUG\n",
+    }
+    tree = text_tree(files)
+    hints = SearchHints(retrace=_trace)
+    passes: dict[str, Any] = {
+        "trace": TraceCut(_trace(tree)),
+        "ordered": TraceOrder(),
+        "lines": DeleteLines(),
+    }
+    for instance in passes.values():
+        instance.hints = hints
+    hints.update_trace(_trace(tree))
+    wrap_unsettled(passes)
+    final, _ = reduce_with_reduction(passes, tree, _uses_defined)
+    assert _uses_defined(final)
+    assert final["main.txt"].data == b"load b.txt\n"
+    assert final["b.txt"].data == b"load deep.txt\n"
+    assert "a.txt" not in final or final["a.txt"].data == b""

@@ -21,14 +21,16 @@ follow, largest first):
    goes in the background and its cut follows the next file's work -- after the last file,
    the search layer settles it after the next pass that draws samples (``Problem.later``),
 
-then take the next file not yet worked on this round in the (possibly renewed) order. A file
-gets at most :data:`FIRST_BUDGET` oracle runs in the first sweep; the files a budget cut short
-are taken again in a further sweep with four times the budget, until every file is done. Each
-file's cost is an event (oracle runs and bytes before/after). Files finished this round are
-*settled* at the entry they ended with: the stand-alone content passes of the same round
-(:class:`Unsettled`) skip them, so a file is not searched twice in one round; a file changed
-since (by another pass) is not settled. Without a usable trace with an order the pass does
-nothing and the stand-alone passes work as before.
+then take the next file not yet worked on this round in the (possibly renewed) order, skipping
+the files finished in an earlier round and unchanged since (a file another file's change made
+reducible waits for the round that skips nothing, which the driver runs before it calls the
+tree a fixpoint: :class:`~repomin.search.problem.Remembering`). A file gets at most
+:data:`FIRST_BUDGET` oracle runs in the first sweep; the files a budget cut short are taken
+again in a further sweep with four times the budget, until every file is done. Each file's
+cost is an event (oracle runs and bytes before/after). Finished files are *settled* at the
+entry they ended with: the stand-alone content passes (:class:`Unsettled`) skip them, so a
+file is not searched twice; a file changed since (by another pass) is not settled. Without a
+usable trace with an order the pass does nothing and the stand-alone passes work as before.
 """
 
 from __future__ import annotations
@@ -64,8 +66,10 @@ class TraceOrder:
         self.cuts: list[Pass] = []
         #: The ``files`` pass, run first when the tree is a small residue (see ``run``).
         self.files: Pass | None = None
-        #: Files finished in the latest round, with the entry each ended with.
+        #: Files finished (in this round or an earlier one), with the entry each ended with.
         self.settled: dict[str, Entry] = {}
+        #: A round skipped a file finished in an earlier round since :meth:`forget`.
+        self.skipped = False
         #: (path, oracle runs, bytes before, bytes after) per file worked on, in order.
         self.log: list[tuple[str, int, int, int]] = []
 
@@ -92,9 +96,18 @@ class TraceOrder:
         ]
         return sorted(files, key=lambda p: (rank.get(p, len(rank)), -tree.entries[p].size, p))
 
+    def forget(self) -> bool:
+        """Forget the files finished in earlier rounds (the driver, after a round that changed
+        nothing: :class:`~repomin.search.problem.Remembering`); True if a round skipped one."""
+        skipped, self.skipped = self.skipped, False
+        self.settled = {}
+        return skipped
+
     def run(self, problem: Problem) -> None:
         problem.settle(self.name)  # a re-trace the driver did not settle (a direct caller)
-        self.settled = {}
+        tree = problem.current
+        self.settled = {p: e for p, e in self.settled.items() if tree.entries.get(p) is e}
+        self.skipped |= bool(self.settled)
         trace = self.hints.trace
         if trace is None or not trace.order or not self.content:
             return

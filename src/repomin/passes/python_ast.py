@@ -4,11 +4,13 @@ Edits use exact byte spans (``ast`` offsets are UTF-8 byte offsets) and always w
 everything else in the file keeps its formatting. Per Python file, largest first:
 
 1. **Statements, hierarchically.** The module body is reduced with the learning deletion
-   search (:mod:`repomin.search.deletion.learning`; with ``--jobs``, batches of disjoint parts),
-   then the bodies of the surviving compound statements (functions, classes, ``if``/``for``/
-   ``while``/``with``/``try``/``match``), breadth first. Definitions, imports and docstrings
-   are statements like any other. A body emptied completely becomes ``pass``. Statements
-   sharing a line (``a; b``, or a body on its header's line) move as one unit or not at all.
+   search (:mod:`repomin.search.deletion.learning`; with ``--jobs``, batches of disjoint parts;
+   a statement binding a name that code still present loads is held back until that code is
+   gone: :mod:`repomin.passes.python_names`), then the bodies of the surviving compound
+   statements (functions, classes, ``if``/``for``/``while``/``with``/``try``/``match``),
+   breadth first. Definitions, imports and docstrings are statements like any other. A body
+   emptied completely becomes ``pass``. Statements sharing a line (``a; b``, or a body on its
+   header's line) move as one unit or not at all.
 2. **Unwrapping.** A compound statement replaced by its dedented body (``try:``, ``with``,
    ``if``, loops), and an ``if`` or loop by its dedented ``else`` block (the branch that ran
    when the other is a never-run ``...``), outermost first.
@@ -27,6 +29,7 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar
 
+from repomin.passes.python_names import NameHolds, loaded_from_elsewhere
 from repomin.passes.python_source import Loc, PySource, Unit, child_locs
 from repomin.passes.textedit import (
     Guard,
@@ -38,7 +41,7 @@ from repomin.passes.textedit import (
     splice,
     text_files,
 )
-from repomin.search.deletion.learning import first_batch, learn_delete
+from repomin.search.deletion.learning import Hold, first_batch, learn_delete
 from repomin.search.problem import Problem, Spare
 from repomin.tree import Tree
 
@@ -190,9 +193,23 @@ class _FileReducer:
     def _reduce_bodies(
         self, src: PySource, bodies: list[tuple[list[Unit], bool]], then: Spare | None = None
     ) -> None:
-        """One learning search over the units of ``bodies`` (:meth:`_level`)."""
+        """One learning search over the units of ``bodies`` (:meth:`_level`); a statement
+        binding a name that code still present loads waits for that code to go
+        (:mod:`repomin.passes.python_names`)."""
         everything, build, describe = self._level(src, bodies)
-        learn_delete(self.problem, self.phase, everything, build, describe, then=then)
+        tree = self.problem.current
+        python = {
+            p: e.data
+            for p, e in tree.entries.items()
+            if e.kind == "file" and e.text and is_python(p, e.data)
+        }
+        try:
+            hold: Hold | None = NameHolds(
+                src, everything, loaded_from_elsewhere(python, self.path)
+            ).held
+        except RecursionError:  # an expression nested deeper than the walk goes: no hint
+            hold = None
+        learn_delete(self.problem, self.phase, everything, build, describe, then=then, hold=hold)
 
     # -- 2. unwrapping -----------------------------------------------------------------------
 

@@ -148,6 +148,16 @@ class Lookahead(Protocol):
     def first_trees(self, problem: Problem, path: str, k: int) -> list[Tree]: ...
 
 
+@runtime_checkable
+class Remembering(Protocol):
+    """A pass that carries finished work from one round to the next (optional): it skips a
+    file it finished in an earlier round while the file is unchanged. The driver calls
+    :meth:`forget` when a round changed nothing; True means something was skipped, so the
+    driver runs one more round with nothing skipped before it calls the tree a fixpoint."""
+
+    def forget(self) -> bool: ...
+
+
 class ProblemDefaults:
     """The optional members of :class:`Problem` for a problem with no oracle of its own.
 

@@ -21,7 +21,7 @@ from repomin.search.background import Background
 from repomin.search.decider import Decider, Labels
 from repomin.search.fold import AheadFinal
 from repomin.search.incumbent import Incumbent, Mutation
-from repomin.search.problem import Batch, Pass, Problem
+from repomin.search.problem import Batch, Pass, Problem, Remembering
 from repomin.tree import Tree
 
 T = TypeVar("T")
@@ -149,7 +149,10 @@ def run_passes(
     ``stall_only`` passes run only in a round where the others made no progress (then, with
     progress, the others get another round). Work a pass left running beside the search
     (``Reduction.later``) is settled after the next pass that draws samples, or at the
-    round's end. ``on_pass`` sees every pass as it starts (the live display's stage);
+    round's end. A pass may skip files it finished in an earlier round and that have not
+    changed since (:class:`~repomin.search.problem.Remembering`); a round that changes
+    nothing then makes them forget, and the tree is a fixpoint only after a round that
+    skipped nothing. ``on_pass`` sees every pass as it starts (the live display's stage);
     ``backtrack_first`` (a failed payload gate) backtracks the incumbent first."""
     instances = dict(passes)
     order = [n for n in schedule if n not in stall_only]
@@ -177,8 +180,11 @@ def run_passes(
                 )
             reduction.decider.settle_round(False)
             if not progress:
+                if _forget(instances):  # files were skipped: one round with none skipped
+                    continue
                 if not _retest_rejected(reduction, order[0]):
                     return _result(reduction, "fixpoint", rounds)
+                _forget(instances)  # the re-test round skips nothing either
                 continue
             # Structural passes keep their relative order; ties keep the schedule order.
             order.sort(key=lambda n: (-(yield_.get(n) or 0.0), schedule.index(n)))
@@ -188,6 +194,18 @@ def run_passes(
     finally:  # a stopped search waits for background work and proposes nothing from it
         reduction.background.drop()
     return _result(reduction, "max_rounds", rounds)
+
+
+def _forget(instances: Mapping[str, Pass]) -> bool:
+    """A round changed nothing: every pass that carried finished work across rounds forgets
+    it (:class:`~repomin.search.problem.Remembering`). True when one of them skipped a file
+    since it last forgot: the tree is a fixpoint only after a round that skipped nothing, so
+    that every unit is tried against the final tree."""
+    skipped = False
+    for instance in instances.values():
+        if isinstance(instance, Remembering):
+            skipped |= instance.forget()
+    return skipped
 
 
 def _retest_rejected(reduction: Reduction, phase: str) -> bool:

@@ -32,6 +32,12 @@ the others stale again). A single rejection against the final tree still ends a 
 as for a deterministic oracle: the driver's fixpoint and the re-test of rejected trees give a
 miss more chances. With m = 0 the search is exactly the deterministic one.
 
+**Holds.** A caller may say which present units cannot go alone while the others present stay
+(``hold``: a Python binding that code still present reads, ``passes.python_names``). They are
+left out of groups and re-checks and tried alone once nothing else is left: the units that
+need them go first, and a held unit costs one test per search instead of one per acceptance.
+They are still tested against the final tree, so the result is 1-minimal whatever ``hold`` says.
+
 **Batches.** A problem whose ``batch_width`` W > 1 (the reducer with ``--jobs W``: a
 deterministic command, or a flaky one from 4 slots) decides the W parts of ``try_batch`` at
 once and folds every accepted one into one new incumbent (``fold.fold_batch``: verified by one
@@ -44,7 +50,7 @@ proposals that would follow a rejection when ``chain_width`` > 1: ``deletion.cha
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -55,6 +61,8 @@ from repomin.search.problem import Batch, Combine, Problem, Spare, Speculate
 from repomin.tree import Tree
 
 U = TypeVar("U")
+#: Present unit indexes -> those not to try yet (``learn_delete``'s ``hold``).
+Hold = Callable[[Sequence[int]], Collection[int]]
 
 #: Priors are kept inside (PRIOR_MIN, PRIOR_MAX): 0 would never be tested, 1 never deleted
 #: (their scale is learnt, so only their ratios matter; a floor would flatten them).
@@ -92,6 +100,8 @@ class Search(Generic[U]):
         self.miss = 0.0
         #: index -> how often its deletion alone was rejected (a flaky oracle's re-check order).
         self.rejections: dict[int, int] = {}
+        #: The caller's hold (``learn_delete``): present units not to try yet.
+        self.hold: Hold | None = None
 
     def copy(self) -> Search[U]:
         """An independent copy of the state (units and priors shared)."""
@@ -117,10 +127,13 @@ class Search(Generic[U]):
         if any(outcomes):
             self.infer(parts, outcomes, rest_digest, after)
 
-    def undecided(self) -> list[int]:
-        """Present units neither known needed nor in a pending group, lowest prior first."""
+    def undecided(self, held: Collection[int] = ()) -> list[int]:
+        """Present units neither known needed nor in a pending group (nor ``held``), lowest
+        prior first."""
         grouped = {i for g in self.pending for i in g.units}
-        free = [i for i in self.order if i not in self.needed and i not in grouped]
+        free = [
+            i for i in self.order if i not in self.needed and i not in grouped and i not in held
+        ]
         return sorted(free, key=lambda i: self.p[i])  # stable: ties keep the given order
 
     def plan(self, width: int, digest: str) -> list[Part]:
@@ -129,10 +142,12 @@ class Search(Generic[U]):
         Every pending group (up to ``width``) gets one tested part; fresh groups take up to
         half of the other slots, each sized as if the ones before it in the batch succeed
         (so one batch ramps from one unit up to large groups); the rest split pending groups
-        finer, and whatever is still free goes to more fresh groups."""
+        finer, and whatever is still free goes to more fresh groups. Units the caller holds
+        wait: they are tried alone once nothing else is left (see ``learn_delete``)."""
+        held = self.hold(self.order) if self.hold is not None else set()
         groups = self.pending[:width]
         splits = {id(g): 1 for g in groups}
-        free = self.undecided()
+        free = self.undecided(held)
         slots = width - len(groups)
         hypo = self.belief.copy()
         pending = [(g.units, g.miss) for g in self.pending]
@@ -187,6 +202,13 @@ class Search(Generic[U]):
                 i for i in self.order if self.needed.get(i) == digest and i not in self.rejections
             ]
             stale.sort(key=lambda i: self.rejections.get(i, 0))
+        if held:
+            waiting = [i for i in stale if i in held]
+            stale = [i for i in stale if i not in held]
+            if not parts and not stale:  # nothing else left: the held units, alone
+                grouped = {i for g in self.pending for i in g.units}
+                fresh_held = [i for i in self.order if i in held and i not in self.needed]
+                stale = [i for i in fresh_held if i not in grouped] + waiting
         return parts + [Part([i]) for i in stale[: width - len(parts)]]
 
     def learn(
@@ -256,6 +278,7 @@ def learn_delete(
     stats: SearchStats[U] | None = None,
     sync: Callable[[Sequence[U]], Sequence[bool] | None] | None = None,
     then: Spare | None = None,
+    hold: Hold | None = None,
 ) -> list[U]:
     """Delete as many ``units`` as possible; returns the survivors (1-minimal over units).
 
@@ -268,11 +291,18 @@ def learn_delete(
     is; with batch slots, a batch of single units (each more likely needed than not) that
     leaves slots idle runs in them what follows if it is rejected -- the next batch of this
     search, or at its end ``then``'s trees.
+
+    ``hold(present)`` (indexes into ``units``): the present units whose deletion alone is
+    known to fail while the others present stay (a Python binding that code still present
+    loads: ``passes.python_names``). They are left out of groups and re-checks and tried
+    alone once nothing else is left, so what needs them goes first; they are still tested
+    against the final tree, so the result stays 1-minimal whatever the hold says.
     """
     n = len(units)
     if priors is not None and len(priors) != n:
         raise ValueError("one prior per unit")
     search: Search[U] = Search(units, priors if priors is not None else [1.0 / max(1, n)] * n)
+    search.hold = hold
     width = max(1, problem.batch_width)
     run = _Learning(problem, phase, units, build, describe, then, search, width)
     while True:
