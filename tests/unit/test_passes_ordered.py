@@ -436,17 +436,8 @@ def test_a_binding_freed_by_a_later_file_goes_in_the_round_that_skips_nothing() 
         "deep.txt": "BUG\n",
     }
     tree = text_tree(files)
-    hints = SearchHints(retrace=_trace)
-    passes: dict[str, Any] = {
-        "trace": TraceCut(_trace(tree)),
-        "ordered": TraceOrder(),
-        "lines": DeleteLines(),
-    }
-    for instance in passes.values():
-        instance.hints = hints
-    hints.update_trace(_trace(tree))
-    wrap_unsettled(passes)
-    final, _ = reduce_with_reduction(passes, tree, _uses_defined)
+    _, passes, _ = _ordered(tree)
+    final, _ = reduce_with_reduction(passes, tree, _uses_defined)  # type: ignore[arg-type]
     assert _uses_defined(final)
     assert final["main.txt"].data == b"load b.txt\n"
     assert final["b.txt"].data == b"load deep.txt\n"

@@ -92,20 +92,14 @@ class _Collector:
 
     def _declare(self, node: ast.AST, scope: int) -> None:
         here = self.scopes[scope]
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            here.bound.add(node.name)
-            self._declare_header(node, scope)
+        if isinstance(node, _SCOPE_NODES):
+            if not isinstance(node, ast.Lambda):
+                here.bound.add(node.name)
+            self.declare(_outside(node), scope)
             inner = self._new_scope(node, scope)
             if not isinstance(node, ast.ClassDef):
-                self._declare_arguments(node.args, inner)
-            self.declare(node.body, inner)
-            return
-        if isinstance(node, ast.Lambda):
-            self.declare(node.args.defaults, scope)
-            self.declare([d for d in node.args.kw_defaults if d is not None], scope)
-            inner = self._new_scope(node, scope)
-            self._declare_arguments(node.args, inner)
-            self._declare(node.body, inner)
+                self.scopes[inner].bound.update(a.arg for a in _all_args(node.args))
+            self.declare(_inside(node), inner)
             return
         if isinstance(node, ast.Global):
             here.declared_global.update(node.names)
@@ -121,24 +115,6 @@ class _Collector:
             here.bound.add(node.rest)
         for child in ast.iter_child_nodes(node):
             self._declare(child, scope)
-
-    def _declare_header(self, node: ast.AST, scope: int) -> None:
-        """Decorators, defaults, bases and annotations run in the enclosing scope."""
-        parts: list[ast.AST] = list(getattr(node, "decorator_list", []))
-        if isinstance(node, ast.ClassDef):
-            parts += node.bases + [k.value for k in node.keywords]
-        else:
-            args = getattr(node, "args", None)
-            if isinstance(args, ast.arguments):
-                parts += args.defaults + [d for d in args.kw_defaults if d is not None]
-                parts += [a.annotation for a in _all_args(args) if a.annotation is not None]
-            returns = getattr(node, "returns", None)
-            if returns is not None:
-                parts.append(returns)
-        self.declare(parts, scope)
-
-    def _declare_arguments(self, args: ast.arguments, scope: int) -> None:
-        self.scopes[scope].bound.update(a.arg for a in _all_args(args))
 
     def _new_scope(self, node: ast.AST, parent: int) -> int:
         kind = "class" if isinstance(node, ast.ClassDef) else "function"
@@ -182,31 +158,16 @@ class _Collector:
             self._collect(node, scope)
 
     def _collect(self, node: ast.AST, scope: int) -> None:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            self._site(node.name, self.offset(node), scope, store=True)
-            headers: list[ast.AST] = list(node.decorator_list)
-            if isinstance(node, ast.ClassDef):
-                headers += node.bases + [k.value for k in node.keywords]
-            else:
-                headers += node.args.defaults + [d for d in node.args.kw_defaults if d]
-                headers += [a.annotation for a in _all_args(node.args) if a.annotation]
-                if node.returns is not None:
-                    headers.append(node.returns)
-            self.collect(headers, scope)
+        if isinstance(node, _SCOPE_NODES):
+            if not isinstance(node, ast.Lambda):
+                self._site(node.name, self.offset(node), scope, store=True)
+            self.collect(_outside(node), scope)
             inner = self.of_node[id(node)]
             if not isinstance(node, ast.ClassDef):
-                self._arguments(node.args, inner)
-            self.collect(node.body, inner)
+                for arg in _all_args(node.args):
+                    self._site(arg.arg, self.offset(arg), inner, store=True)
+            self.collect(_inside(node), inner)
             return
-        if isinstance(node, ast.Lambda):
-            self.collect(node.args.defaults, scope)
-            self.collect([d for d in node.args.kw_defaults if d is not None], scope)
-            inner = self.of_node[id(node)]
-            self._arguments(node.args, inner)
-            self._collect(node.body, inner)
-            return
-        if isinstance(node, ast.ExceptHandler) and node.name:
-            self._site(node.name, self.offset(node), scope, store=True)
         if isinstance(node, ast.Import | ast.ImportFrom):
             for alias in node.names:
                 if alias.name != "*":
@@ -231,10 +192,6 @@ class _Collector:
             store = not isinstance(node.ctx, ast.Load)
             self.sites.append(_Site(self.offset(node), owner, node.attr, store))
 
-    def _arguments(self, args: ast.arguments, scope: int) -> None:
-        for arg in _all_args(args):
-            self._site(arg.arg, self.offset(arg), scope, store=True)
-
     def _site(self, name: str, offset: int, scope: int, store: bool) -> None:
         target = self.resolve(name, scope, store)
         if target is not None:
@@ -247,6 +204,27 @@ class _Collector:
         while index is not None and self.scopes[index].kind == "class":
             index = self._index(self.scopes[index].parent)
         return 0 if index is None else index
+
+
+_SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_ScopeNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
+
+
+def _outside(node: _ScopeNode) -> list[ast.AST]:
+    """What a definition evaluates in the enclosing scope: decorators, bases and keywords,
+    defaults, annotations."""
+    if isinstance(node, ast.ClassDef):
+        return [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]
+    args = node.args
+    parts: list[ast.AST] = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+    if isinstance(node, ast.Lambda):
+        return parts
+    parts += [a.annotation for a in _all_args(args) if a.annotation is not None]
+    return [*node.decorator_list, *parts, *([node.returns] if node.returns else [])]
+
+
+def _inside(node: _ScopeNode) -> list[ast.AST]:
+    return [node.body] if isinstance(node, ast.Lambda) else list(node.body)
 
 
 def _all_args(args: ast.arguments) -> list[ast.arg]:
