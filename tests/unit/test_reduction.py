@@ -301,3 +301,31 @@ def test_a_stopped_search_drops_deferred_work_without_proposing_it() -> None:
     assert [e for e in log if e != "later.work"] == [*first, *second]  # dropped: not proposed
     assert log.count("later.work") == 2  # the second piece of work ran, and was waited for
     assert ledger.phases["later"].accepted == 1 and result.tree.file_count == tree.file_count - 1
+
+
+def test_the_flaky_re_test_round_follows_a_forget_so_it_skips_nothing() -> None:
+    """A pass that carries work across rounds (``Remembering``) is made to forget before the
+    round that re-tests a flaky oracle's rejections, as before the fixpoint's last round."""
+    calls: list[str] = []
+
+    class Memory:
+        name = "memory"
+
+        def run(self, problem: object) -> None:
+            calls.append("run")
+
+        def forget(self) -> bool:
+            calls.append("forget")
+            return False
+
+    tree = _tree(12)
+    runner = FakeRunner(needs(("d1/sub1/f1.txt", b"a1")), rate=0.6)  # type: ignore[arg-type]
+    ledger = Ledger()
+    oracle = fake_oracle(runner, SamplingConfig(), timeout=10, ledger=ledger)
+    oracle.run_baseline(tree, 1)
+    red = Reduction(initial=tree, oracle=oracle, ledger=ledger, jobs=1, protected=lambda _: False)
+    passes = {**fresh(("files",)), "memory": Memory()}
+    result = run_passes(red, ("files", "memory"), passes=passes)  # type: ignore[arg-type]
+    assert result.stop_reason == "fixpoint"
+    assert any("re-testing rejected" in e.get("description", "") for e in ledger.events)
+    assert calls[-4:] == ["forget", "forget", "run", "forget"]
