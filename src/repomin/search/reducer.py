@@ -151,9 +151,10 @@ def run_passes(
     (``Reduction.later``) is settled after the next pass that draws samples, or at the
     round's end. A pass may skip files it finished in an earlier round and that have not
     changed since (:class:`~repomin.search.problem.Remembering`); a round that changes
-    nothing then makes them forget, and the tree is a fixpoint only after a round that
-    skipped nothing. ``on_pass`` sees every pass as it starts (the live display's stage);
-    ``backtrack_first`` (a failed payload gate) backtracks the incumbent first."""
+    nothing then makes them forget and is followed by one that skips nothing, before the
+    ``stall_only`` passes and before the tree is called a fixpoint. ``on_pass`` sees every
+    pass as it starts (the live display's stage); ``backtrack_first`` (a failed payload gate)
+    backtracks the incumbent first."""
     instances = dict(passes)
     order = [n for n in schedule if n not in stall_only]
     last_resort = [n for n in schedule if n in stall_only]
@@ -173,6 +174,8 @@ def run_passes(
                     _settle(reduction, instances, yield_, n, on_pass)
             _settle(reduction, instances, yield_, None, on_pass)
             progress = any(v is not None for v in yield_.values())
+            if not progress and _forget(instances):
+                continue  # files were skipped: a round that skips nothing before the last resort
             reduction.decider.settle_round(rounds > 1 and not progress)
             if not progress:
                 progress = any(
@@ -180,8 +183,6 @@ def run_passes(
                 )
             reduction.decider.settle_round(False)
             if not progress:
-                if _forget(instances):  # files were skipped: one round with none skipped
-                    continue
                 if not _retest_rejected(reduction, order[0]):
                     return _result(reduction, "fixpoint", rounds)
                 _forget(instances)  # the re-test round skips nothing either
