@@ -175,3 +175,30 @@ def test_the_pass_empties_never_run_java_methods_and_keeps_the_same_failure() ->
         assert kept in data, kept
     assert data.count(FILL) == 4
     assert _fails(problem.current)
+
+
+@needs_jdk
+def test_a_java_file_edited_since_the_trace_is_emptied_by_method() -> None:
+    # a Python or JavaScript record is stale once its file changes (offsets of another text);
+    # a Java record is the set of touched methods, found again in the edited file by name
+    tree = _tree()
+    runner = HostRunner()
+    try:
+        trace = trace_opened_files(runner, tree, COMMAND, {}, 120, methods=("atime",))
+    finally:
+        runner.close()
+    assert trace.coverage is not None and "src/org/x/Lib.java" in trace.coverage
+    lib = tree["src/org/x/Lib.java"].data
+    edited = tree.replace(
+        "src/org/x/Lib.java",
+        b"// moved by another pass\n"
+        + lib.replace(b"    static String never()", b"static String never()"),
+    )
+    problem = PredicateProblem(edited, _fails)
+    CoverageCut(SearchHints(trace=trace)).run(problem)  # type: ignore[arg-type]
+    data = problem.current["src/org/x/Lib.java"].data
+    assert data.startswith(b"// moved by another pass\n")
+    for gone in (b'"never"', b'return "x"', b"return 2;", b"return 3;"):
+        assert gone not in data, gone
+    assert data.count(FILL) == 4 and b"x * 2;" in data
+    assert _fails(problem.current)

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from repomin.analysis.javalex import IDENTIFIER, KEYWORDS, TYPE_KEYWORDS, java_tokens
 from repomin.analysis.v8coverage import FileCoverage
 from repomin.runners.scratch import read_regular
 from repomin.tree import Tree
@@ -121,138 +122,22 @@ def descriptor_arity(params: str) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class JavaMethod:
-    """A method with a body: its classes' nesting, name, parameter count and body's inside."""
+    """A method with a body: its classes' nesting, name, parameter count and body's inside,
+    and whether it returns ``void`` (its body may then simply end)."""
 
     classes: tuple[str, ...]
     name: str
     arity: int
     start: int
     end: int
-
-
-_KEYWORDS = frozenset(
-    [
-        "abstract",
-        "assert",
-        "boolean",
-        "break",
-        "byte",
-        "case",
-        "catch",
-        "char",
-        "class",
-        "const",
-        "continue",
-        "default",
-        "do",
-        "double",
-        "else",
-        "enum",
-        "extends",
-        "final",
-        "finally",
-        "float",
-        "for",
-        "goto",
-        "if",
-        "implements",
-        "import",
-        "instanceof",
-        "int",
-        "interface",
-        "long",
-        "native",
-        "new",
-        "package",
-        "private",
-        "protected",
-        "public",
-        "return",
-        "short",
-        "static",
-        "strictfp",
-        "super",
-        "switch",
-        "synchronized",
-        "this",
-        "throw",
-        "throws",
-        "transient",
-        "try",
-        "void",
-        "volatile",
-        "while",
-    ]
-)
-_TYPE_KEYWORDS = ("class", "interface", "enum", "record")
-_IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
-
-
-def _tokens(data: bytes) -> list[tuple[int, bytes]] | None:
-    """The code tokens of ``data`` (identifiers, numbers, single punctuation) with their
-    offsets; comments and literals are skipped (a literal counts as one ``"`` token). None
-    when a comment or literal does not end."""
-    out: list[tuple[int, bytes]] = []
-    i, n = 0, len(data)
-    while i < n:
-        c = data[i : i + 1]
-        if c in b" \t\r\n\f":
-            i += 1
-        elif data.startswith(b"//", i):
-            end = data.find(b"\n", i)
-            i = n if end < 0 else end + 1
-        elif data.startswith(b"/*", i):
-            end = data.find(b"*/", i + 2)
-            if end < 0:
-                return None
-            i = end + 2
-        elif data.startswith(b'"""', i):
-            end = i + 3
-            while True:
-                end = data.find(b'"""', end)
-                if end < 0:
-                    return None
-                if not _escaped(data, end):
-                    break
-                end += 1
-            out.append((i, b'"'))
-            i = end + 3
-        elif c in (b'"', b"'"):
-            end = i + 1
-            while end < n and data[end : end + 1] != c:
-                if data[end : end + 1] == b"\n":
-                    return None
-                end += 2 if data[end : end + 1] == b"\\" else 1
-            if end >= n:
-                return None
-            out.append((i, b'"'))
-            i = end + 1
-        elif c.isalnum() or c in (b"_", b"$") or c[0] >= 0x80:
-            end = i + 1
-            while end < n and (
-                data[end : end + 1].isalnum() or data[end] in b"_$" or data[end] >= 0x80
-            ):
-                end += 1
-            out.append((i, data[i:end]))
-            i = end
-        else:
-            out.append((i, c))
-            i += 1
-    return out
-
-
-def _escaped(data: bytes, at: int) -> bool:
-    slashes = 0
-    while at - slashes - 1 >= 0 and data[at - slashes - 1] == ord("\\"):
-        slashes += 1
-    return slashes % 2 == 1
+    void: bool = False
 
 
 def java_methods(data: bytes) -> list[JavaMethod] | None:
     """The methods with a body declared directly in the class bodies of ``data`` (nested
     classes included, constructors and anything inside a method not), or None when the file
     does not lex or its braces do not balance."""
-    tokens = _tokens(data)
+    tokens = java_tokens(data)
     if tokens is None:
         return None
     methods: list[JavaMethod] = []
@@ -268,7 +153,14 @@ def java_methods(data: bytes) -> list[JavaMethod] | None:
                     return None
                 classes = tuple(name for k, name in stack if k in ("class", "enum", "enumbody"))
                 methods.append(
-                    JavaMethod(classes, kind[1], _arity(header), offset + 1, tokens[close][0])
+                    JavaMethod(
+                        classes,
+                        kind[1],
+                        _arity(header),
+                        offset + 1,
+                        tokens[close][0],
+                        b"void" in header[: _params_start(header) or 0],
+                    )
                 )
                 stack.append(("other", ""))
             else:
@@ -294,10 +186,10 @@ def _open(stack: Sequence[tuple[str, str]], header: Sequence[bytes]) -> tuple[st
     for k, word in enumerate(header[:-1]):
         name = header[k + 1].decode()
         if (
-            word.decode() in _TYPE_KEYWORDS
+            word.decode() in TYPE_KEYWORDS
             and (k == 0 or header[k - 1] != b".")
-            and _IDENTIFIER.fullmatch(name)
-            and name not in _KEYWORDS
+            and IDENTIFIER.fullmatch(name)
+            and name not in KEYWORDS
         ):
             if stack and not in_class:
                 return ("local", name)  # a local class: its binary name is Outer$1Name
@@ -308,7 +200,7 @@ def _open(stack: Sequence[tuple[str, str]], header: Sequence[bytes]) -> tuple[st
     if params is None or params == 0:
         return ("other", "")
     name = header[params - 1].decode()
-    if not _IDENTIFIER.fullmatch(name) or name in _KEYWORDS or name == stack[-1][1]:
+    if not IDENTIFIER.fullmatch(name) or name in KEYWORDS or name == stack[-1][1]:
         return ("other", "")  # a constructor, or not a method
     return ("method", name)
 
@@ -381,34 +273,53 @@ def _matching(tokens: Sequence[tuple[int, bytes]], index: int) -> int | None:
 
 def read_javacoverage(directory: Path, tree: Tree) -> dict[str, FileCoverage] | None:
     """The never-run method bodies of ``tree``'s ``.java`` files (None: no record, or no method
-    of the tree among the records)."""
+    of the tree among the records). Each record keeps the touched set, so that the bodies of a
+    file edited since can be found again by method (:func:`never_run_methods`)."""
     touched = touched_methods(directory)
     if not touched:
         return None
-    by_class: dict[str, set[tuple[str, int]]] = {}
-    for binary, name, arity in touched:
-        by_class.setdefault(binary, set()).add((name, arity))
+    frozen = frozenset(touched)
+    outers = {binary.split("$", 1)[0] for binary, _, _ in touched}
     out: dict[str, FileCoverage] = {}
-    outers = {binary.split("$", 1)[0] for binary in by_class}
     seen_tree = False
     for path, entry in sorted(tree.entries.items()):
         if entry.kind != "file" or not path.endswith(".java"):
             continue
-        methods = java_methods(entry.data)
-        if methods is None:
-            continue
         package = _package(entry.data)
-        never: list[tuple[int, int, bool]] = []
-        for method in methods:
-            binary = package + "$".join(method.classes)
-            seen_tree = seen_tree or binary.split("$", 1)[0] in outers
-            if (method.name, method.arity) in by_class.get(binary, ()):
-                continue
-            if entry.data[method.start : method.end].strip() not in (b"", FILL):
-                never.append((method.start, method.end, True))
+        methods = java_methods(entry.data) or []
+        seen_tree = seen_tree or any(
+            (package + "$".join(m.classes)).split("$", 1)[0] in outers for m in methods
+        )
+        never = never_run_methods(entry.data, frozen)
         if never:
-            out[path] = FileCoverage(entry.data, tuple(never))
+            out[path] = FileCoverage(entry.data, never, frozen)
     return out if seen_tree else None
+
+
+def never_run_methods(
+    data: bytes, touched: frozenset[Touched]
+) -> tuple[tuple[int, int, bool], ...]:
+    """The bodies of ``data``'s methods that are not in ``touched`` and not already empty or
+    ``throw null;`` (by class nesting, name and parameter count, so they are found again in a
+    file edited since the traced run)."""
+    methods = java_methods(data)
+    if methods is None:
+        return ()
+    package = _package(data)
+    never: list[tuple[int, int, bool]] = []
+    for method in methods:
+        binary = package + "$".join(method.classes)
+        if (binary, method.name, method.arity) in touched:
+            continue
+        if data[method.start : method.end].strip() not in (b"", FILL):
+            never.append((method.start, method.end, True))
+    return tuple(never)
+
+
+def void_bodies(data: bytes) -> frozenset[int]:
+    """The starts of the bodies of ``data``'s ``void`` methods: emptied, they become ``{}``
+    (valid, and 11 bytes fewer than ``throw null;``)."""
+    return frozenset(m.start for m in java_methods(data) or () if m.void)
 
 
 _PACKAGE = re.compile(rb"^\s*package\s+([\w.\s]+?)\s*;", re.M)
@@ -429,6 +340,8 @@ __all__ = [
     "descriptor_arity",
     "java_methods",
     "jvm_options",
+    "never_run_methods",
     "read_javacoverage",
     "touched_methods",
+    "void_bodies",
 ]

@@ -47,6 +47,9 @@ class FileCoverage:
 
     data: bytes
     never: tuple[tuple[int, int, bool], ...]
+    #: Java only: every method the run's JVMs touched (binary class, name, parameter count),
+    #: by which the never-run bodies of the file as edited since are found again.
+    touched: frozenset[tuple[str, str, int]] | None = None
 
 
 def read_coverage(

@@ -11,7 +11,8 @@ edit empties it (``{}``: an empty block, function body, object or class body is 
 wherever the full one was). For every such Python file, the body of each function never called
 and each block of run code none of whose lines ran (a branch never taken, a handler never
 entered) is a unit whose edit makes it ``...`` (valid wherever a body is); in a Java file, the
-inside of each method's braces becomes ``throw null;`` (valid whatever the method returns). All
+inside of each method's braces becomes ``throw null;`` (valid whatever the method returns;
+nothing in a ``void`` method). All
 units together are one candidate; if the oracle rejects it, the learning deletion search
 (``search.deletion.learning``) splits them, so the result is 1-minimal over the units for any
 predicate (the oracle decides; the coverage only shapes proposals).
@@ -30,7 +31,10 @@ delete it with its references. (Java's methods stay stubs: ``javac`` refuses a c
 overridden or called method is gone, and the split then costs a compile per method.)
 
 Files with stale coverage (changed since the trace) are skipped: a later traced run (the
-re-traced cut, after content edits) renews the coverage. Only what the run executed is covered:
+re-traced cut, after content edits) renews the coverage. Java files are the exception: their
+record is the set of methods the JVMs touched, so the never-run bodies of a Java file edited
+since (by the reference graph's member cut, say) are found again by class, name and
+parameter count. Only what the run executed is covered:
 without a host trace log (Docker, a cluster), for Node when the command set
 ``NODE_V8_COVERAGE`` itself, and for Python processes that skip ``PYTHONPATH`` (``-E``, ``-I``)
 or exit through ``os._exit`` or a signal, for a JVM not started by the ``java`` launcher or
@@ -42,11 +46,13 @@ protected).
 from __future__ import annotations
 
 import bisect
+import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
 from repomin.analysis.javacoverage import FILL as JAVA_FILL
+from repomin.analysis.javacoverage import never_run_methods, void_bodies
 from repomin.analysis.pycoverage import FILL, Definition, never_run_definitions
 from repomin.analysis.v8coverage import FileCoverage
 from repomin.passes.hints import SearchHints
@@ -98,8 +104,8 @@ class CoverageCut:
         self.hints = hints
         #: Units (by path and the emptied text) that survived an earlier search.
         self.survived: set[tuple[str, bytes]] = set()
-        #: The never-run bodies per path of the coverage they were computed from.
-        self._bodies: dict[str, list[tuple[int, int]]] = {}
+        #: The never-run bodies per path and content of the coverage they were computed from.
+        self._bodies: dict[tuple[str, bytes], list[tuple[int, int]]] = {}
         self._coverage: Mapping[str, FileCoverage] | None = None
 
     def run(self, problem: Problem) -> None:
@@ -113,13 +119,18 @@ class CoverageCut:
             return
         originals = {path: tree.entries[path] for path in {u[0] for u in units}}
         texts = [originals[p].data[s:e] for p, s, e in units]
+        voids = {p: void_bodies(e.data) for p, e in originals.items() if _is_java(p)}
+
+        def fill(path: str, start: int) -> bytes:
+            return b"" if start in voids.get(path, ()) else _fill(path)
 
         def build(remaining: Sequence[Unit]) -> Tree:
             keep = set(remaining)
             changes: dict[str, Entry | None] = {}
             for path, entry in originals.items():
-                fill = _fill(path)
-                edits = [(s, e, fill) for p, s, e in units if p == path and (p, s, e) not in keep]
+                edits = [
+                    (s, e, fill(p, s)) for p, s, e in units if p == path and (p, s, e) not in keep
+                ]
                 if edits:
                     changes[path] = entry.with_data(splice(entry.data, edits))
             return tree.with_changes(changes) if changes else tree
@@ -229,14 +240,19 @@ class CoverageCut:
                 or not entry.text
                 or not (is_js(path) or _is_python(path) or _is_java(path))
                 or problem.protected(path)
-                or entry.data != record.data
             ):
                 continue
-            if path not in self._bodies and (_is_python(path) or _is_java(path)):
-                self._bodies[path] = [(s, e) for s, e, _ in record.never]  # bodies already
-            elif path not in self._bodies:
-                self._bodies[path] = never_run_bodies(record.data, record.never)
-            units += [(path, s, e) for s, e in self._bodies[path]]
+            if entry.data != record.data:
+                if record.touched is None:
+                    continue  # stale: offsets of another text
+                # Java: the methods are found again by name in the file as it is now
+                record = FileCoverage(entry.data, never_run_methods(entry.data, record.touched))
+            key = (path, hashlib.blake2b(record.data, digest_size=16).digest())
+            if key not in self._bodies and (_is_python(path) or _is_java(path)):
+                self._bodies[key] = [(s, e) for s, e, _ in record.never]  # bodies already
+            elif key not in self._bodies:
+                self._bodies[key] = never_run_bodies(record.data, record.never)
+            units += [(path, s, e) for s, e in self._bodies[key]]
         return units
 
 

@@ -1,4 +1,4 @@
-"""The ``refs`` pass: delete every file the reference graph cannot reach from the roots.
+"""The ``refs`` pass: delete what the reference graph cannot reach from the roots.
 
 It builds :class:`~repomin.analysis.refs.RefGraph` over the current tree (roots: files the command
 names, entry points, ``--keep`` paths, build files) and proposes deleting all unreachable files
@@ -16,11 +16,16 @@ cannot find it), nor the line while its ``use`` items stay; together they can. T
 the items nothing else names, one candidate per file. A rejected Rust cut is proposed again
 only once what it was computed from changed.
 
-The pass object lives for the whole reduction: it runs again in every round and proposes again
-whenever the unreachable set of the current tree differs from the one it last worked on (a
-content pass that deleted an import or a call makes its target unreachable). Files it already
-found needed (survivors of its bisection, unchanged since) are not proposed again; the other
-passes still may.
+Then, for Java, once: every method on the failing stack (the baseline's uncaught trace) ends
+at the statement on its frame's line, the rest of its body never having run
+(:mod:`repomin.analysis.javastack`), one candidate. Then
+(:mod:`repomin.analysis.refs.javamembers`) every method, field and nested type that no code
+left in the tree names, over all Java files at once (a fixpoint: a helper only a dead member
+called is dead too), with the imports only they used, as one candidate; when the oracle
+rejects it, the learning deletion search splits it by member (a candidate keeps everything a
+kept member names, so it compiles as the whole did). After either is accepted the file cut
+runs again: the types only the deleted code named are unreachable now. A member that
+survived a split is not proposed again (the line passes still may).
 """
 
 from __future__ import annotations
@@ -28,10 +33,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+from repomin.analysis.javastack import failing_frames, stack_cut
 from repomin.analysis.refs import RefGraph
+from repomin.analysis.refs.javamembers import (
+    JavaFile,
+    dead_members,
+    mentions_only,
+    parse,
+    without_spans,
+)
 from repomin.analysis.refs.rustcuts import rust_cuts
 from repomin.analysis.refs.rustfocus import first_error_locations, focus_tree
 from repomin.search.deletion.ddmin import ddmin_delete
+from repomin.search.deletion.learning import learn_delete
 from repomin.search.problem import Problem
 from repomin.tree import Entry, Tree
 
@@ -56,11 +70,15 @@ class RefsCut:
         #: (output, working directory) of the first reproducing baseline run: rustc's errors.
         self.failures = tuple(failures)
         self._focused = False
+        self._java_stacked = False
         self._last: frozenset[str] | None = None
         #: Unreachable files a bisection kept, with the entry they had then.
         self._needed: dict[str, Entry] = {}
         #: Rust cuts that were rejected, with what each was computed from.
         self._rust_rejected: dict[tuple[str, ...], object] = {}
+        #: Java members (path, text) a split kept, and the last proposed set.
+        self._java_needed: set[tuple[str, bytes]] = set()
+        self._java_last: frozenset[tuple[str, bytes]] | None = None
 
     def graph(self, problem: Problem) -> RefGraph:
         return self._graph_of(problem)(problem.current)
@@ -70,6 +88,9 @@ class RefsCut:
         self._focus(problem)
         self._rust(problem, "mod")
         self._rust(problem, "items")
+        stacked = self._java_stack(problem)
+        if self._java(problem) or stacked:
+            self._cut(problem)
 
     def _cut(self, problem: Problem) -> None:
         tree = problem.current
@@ -151,6 +172,91 @@ class RefsCut:
                 self._rust_rejected[cut.key] = cut.fingerprint
             if won is None:
                 return
+
+    def _java_stack(self, problem: Problem) -> bool:
+        """Once: the methods on the failing Java stack cut after the statement that threw
+        (:mod:`repomin.analysis.javastack`); True when the candidate was accepted."""
+        if self._java_stacked:
+            return False
+        self._java_stacked = True
+        frames = failing_frames(output for output, _ in self.failures)
+        if not frames:
+            return False
+        tree = problem.current
+        files = {
+            path: entry.data
+            for path, entry in tree.entries.items()
+            if entry.kind == "file" and path.endswith(".java")
+        }
+        edited = {p: d for p, d in stack_cut(frames, files).items() if not problem.protected(p)}
+        if not edited:
+            return False
+        self._log(
+            problem,
+            f"java stack: {len(frames)} frames, {len(edited)} files with a rest that never ran",
+            java_frames=len(frames),
+        )
+        candidate = tree.with_changes(
+            {p: tree.entries[p].with_data(d) for p, d in sorted(edited.items())}
+        )
+        description = (
+            f"end the methods on the failing stack at the statement that threw "
+            f"({', '.join(sorted(edited))})"
+        )
+        return problem.try_first(self.name, [(candidate, description)]) == 0
+
+    def _java(self, problem: Problem) -> bool:
+        """Propose deleting the Java members nothing names (see the module docstring); True
+        when something was deleted."""
+        tree = problem.current
+        files: dict[str, JavaFile] = {}
+        for path, entry in tree.entries.items():
+            if entry.kind == "file" and path.endswith(".java"):
+                parsed = parse(entry.data)
+                files[path] = parsed if parsed is not None else mentions_only(entry.data)
+        editable = {p for p in files if not problem.protected(p)}
+        dead = dead_members(files, editable)
+        units = [
+            (path, start, end)
+            for path in sorted(dead)
+            for start, end in dead[path].members
+            if (path, tree.entries[path].data[start:end]) not in self._java_needed
+        ]
+        key = frozenset((p, tree.entries[p].data[s:e]) for p, s, e in units)
+        if not units or key == self._java_last:
+            return False
+        self._java_last = key
+        self._log(
+            problem,
+            f"java members: {len(units)} nothing names in {len({u[0] for u in units})} files",
+            java_members=len(units),
+        )
+        # dead members left out of the units (a split kept them before) stay in every build
+        excluded = {(p, s) for p in dead for s, _ in dead[p].members} - {
+            (p, s) for p, s, _ in units
+        }
+
+        def build(remaining: Sequence[tuple[str, int, int]]) -> Tree:
+            keep = excluded | {(p, s) for p, s, _ in remaining}
+            gone = dead_members(files, editable, keep)
+            changes = {
+                path: tree.entries[path].with_data(
+                    without_spans(tree.entries[path].data, gone[path].spans)
+                )
+                for path in gone
+            }
+            return tree.with_changes(changes) if changes else tree
+
+        def describe(chunk: Sequence[tuple[str, int, int]]) -> str:
+            count = len({p for p, _, _ in chunk})
+            return f"delete {len(chunk)} Java members nothing names in {count} files"
+
+        if problem.try_first(self.name, [(build([]), describe(units))]) == 0:
+            return True
+        kept = learn_delete(problem, self.name, units, build, describe)
+        for path, start, end in kept:
+            self._java_needed.add((path, tree.entries[path].data[start:end]))
+        return len(kept) < len(units)
 
     def _graph_of(self, problem: Problem) -> Callable[[Tree], RefGraph]:
         def graph_of(tree: Tree) -> RefGraph:
