@@ -21,7 +21,7 @@ from repomin.analysis.javacoverage import (
     read_javacoverage,
     touched_methods,
 )
-from repomin.analysis.trace import trace_opened_files, wrapper_script
+from repomin.analysis.trace import TraceResult, trace_opened_files, wrapper_script
 from repomin.passes.coverage import CoverageCut
 from repomin.passes.hints import SearchHints
 from repomin.runners.host import HostRunner
@@ -144,6 +144,14 @@ def _tree() -> Tree:
     return text_tree({"src/org/x/Lib.java": LIB, "Driver.java": DRIVER})
 
 
+def _trace(tree: Tree) -> TraceResult:
+    runner = HostRunner()
+    try:
+        return trace_opened_files(runner, tree, COMMAND, {}, 120, methods=("atime",))
+    finally:
+        runner.close()
+
+
 def _fails(candidate: Tree) -> bool:
     with tempfile.TemporaryDirectory() as root:
         materialise(candidate, Path(root))
@@ -156,11 +164,7 @@ def _fails(candidate: Tree) -> bool:
 @needs_jdk
 def test_the_pass_empties_never_run_java_methods_and_keeps_the_same_failure() -> None:
     tree = _tree()
-    runner = HostRunner()
-    try:
-        trace = trace_opened_files(runner, tree, COMMAND, {}, 120, methods=("atime",))
-    finally:
-        runner.close()
+    trace = _trace(tree)
     coverage = trace.coverage
     assert coverage is not None and "src/org/x/Lib.java" in coverage, trace.reason
     assert _fails(tree)
@@ -182,11 +186,7 @@ def test_a_java_file_edited_since_the_trace_is_emptied_by_method() -> None:
     # a Python or JavaScript record is stale once its file changes (offsets of another text);
     # a Java record is the set of touched methods, found again in the edited file by name
     tree = _tree()
-    runner = HostRunner()
-    try:
-        trace = trace_opened_files(runner, tree, COMMAND, {}, 120, methods=("atime",))
-    finally:
-        runner.close()
+    trace = _trace(tree)
     assert trace.coverage is not None and "src/org/x/Lib.java" in trace.coverage
     lib = tree["src/org/x/Lib.java"].data
     edited = tree.replace(

@@ -30,7 +30,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from repomin.analysis.javalex import IDENTIFIER, KEYWORDS, TYPE_KEYWORDS, java_tokens
+from repomin.analysis.javalex import (
+    IDENTIFIER,
+    KEYWORDS,
+    TYPE_KEYWORDS,
+    assigns,
+    java_tokens,
+    parameters,
+    params_start,
+)
 from repomin.analysis.v8coverage import FileCoverage
 from repomin.runners.scratch import read_regular
 from repomin.tree import Tree
@@ -156,10 +164,10 @@ def java_methods(data: bytes) -> list[JavaMethod] | None:
                     JavaMethod(
                         classes,
                         kind[1],
-                        _arity(header),
+                        parameters(header)[0],
                         offset + 1,
                         tokens[close][0],
-                        b"void" in header[: _params_start(header) or 0],
+                        b"void" in header[: params_start(header) or 0],
                     )
                 )
                 stack.append(("other", ""))
@@ -194,65 +202,15 @@ def _open(stack: Sequence[tuple[str, str]], header: Sequence[bytes]) -> tuple[st
             if stack and not in_class:
                 return ("local", name)  # a local class: its binary name is Outer$1Name
             return ("enum" if word == b"enum" else "class", name)
-    if not in_class or not header or _assigns(header):
+    if not in_class or not header or assigns(header):
         return ("other", "")
-    params = _params_start(header)
+    params = params_start(header)
     if params is None or params == 0:
         return ("other", "")
     name = header[params - 1].decode()
     if not IDENTIFIER.fullmatch(name) or name in KEYWORDS or name == stack[-1][1]:
         return ("other", "")  # a constructor, or not a method
     return ("method", name)
-
-
-def _assigns(header: Sequence[bytes]) -> bool:
-    """Is there an ``=`` outside parentheses (a field's initializer, not an annotation's)?"""
-    depth = 0
-    for word in header:
-        if word == b"(":
-            depth += 1
-        elif word == b")":
-            depth -= 1
-        elif word == b"=" and depth == 0:
-            return True
-    return False
-
-
-def _params_start(header: Sequence[bytes]) -> int | None:
-    """Index of the ``(`` of the parameter list: the last top-level parenthesis group,
-    before an optional ``throws`` clause."""
-    end = len(header)
-    if b"throws" in header:
-        end = len(header) - 1 - list(reversed(header)).index(b"throws")
-    if end == 0 or header[end - 1] != b")":
-        return None
-    depth = 0
-    for k in range(end - 1, -1, -1):
-        if header[k] == b")":
-            depth += 1
-        elif header[k] == b"(":
-            depth -= 1
-            if depth == 0:
-                return k
-    return None
-
-
-def _arity(header: Sequence[bytes]) -> int:
-    start = _params_start(header)
-    if start is None:
-        return -1
-    depth, count, any_token = 0, 1, False
-    for word in header[start + 1 :]:
-        if word in (b"(", b"<", b"["):
-            depth += 1
-        elif word in (b")", b">", b"]"):
-            if depth == 0:
-                break
-            depth -= 1
-        elif word == b"," and depth == 0:
-            count += 1
-        any_token = True
-    return count if any_token else 0
 
 
 def _matching(tokens: Sequence[tuple[int, bytes]], index: int) -> int | None:

@@ -4,12 +4,14 @@ Not a parser: :func:`java_tokens` splits code into identifiers (and numbers), si
 punctuation characters and one ``"`` token per string, character or text-block literal, each
 with its byte offset; comments and whitespace are dropped. A file whose comment or literal
 does not end gives None (the callers then leave the file alone). Non-ASCII bytes count as
-identifier characters (Java allows them in names).
+identifier characters (Java allows them in names). The small readers of a member's header
+(its tokens up to ``{`` or ``;``) that the Java analyses share live here too.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 #: Java's reserved words (never a declared name).
 KEYWORDS = frozenset(
@@ -132,4 +134,75 @@ def _escaped(data: bytes, at: int) -> bool:
     return slashes % 2 == 1
 
 
-__all__ = ["IDENTIFIER", "KEYWORDS", "TYPE_KEYWORDS", "java_tokens"]
+# -- a member's header (its tokens up to its ``{`` or ``;``) ------------------------------------
+
+
+def assigns(header: Sequence[bytes]) -> bool:
+    """Is there an ``=`` outside parentheses and brackets (a field's initializer, not an
+    annotation's argument)?"""
+    depth = 0
+    for word in header:
+        if word in (b"(", b"["):
+            depth += 1
+        elif word in (b")", b"]"):
+            depth -= 1
+        elif word == b"=" and depth == 0:
+            return True
+    return False
+
+
+def params_start(header: Sequence[bytes]) -> int | None:
+    """Index of the ``(`` of the parameter list: the last top-level parenthesis group,
+    before an optional ``throws`` clause."""
+    end = len(header)
+    if b"throws" in header:
+        end = len(header) - 1 - list(reversed(header)).index(b"throws")
+    if end == 0 or header[end - 1] != b")":
+        return None
+    depth = 0
+    for k in range(end - 1, -1, -1):
+        if header[k] == b")":
+            depth += 1
+        elif header[k] == b"(":
+            depth -= 1
+            if depth == 0:
+                return k
+    return None
+
+
+def parameters(header: Sequence[bytes]) -> tuple[int, bool]:
+    """(parameter count, whether the last is variable: ``String... rest``) of a method's
+    header; (-1, False) when it has no parameter list."""
+    start = params_start(header)
+    if start is None:
+        return -1, False
+    depth, count, any_token, dots = 0, 1, False, 0
+    varargs = False
+    for word in header[start + 1 :]:
+        if word in (b"(", b"<", b"["):
+            depth += 1
+        elif word in (b")", b">", b"]"):
+            if depth == 0:
+                break
+            depth -= 1
+        elif word == b"," and depth == 0:
+            count += 1
+            varargs = False
+        if word == b".":
+            dots += 1
+            varargs = varargs or dots >= 3
+        else:
+            dots = 0
+        any_token = True
+    return (count if any_token else 0), varargs
+
+
+__all__ = [
+    "IDENTIFIER",
+    "KEYWORDS",
+    "TYPE_KEYWORDS",
+    "assigns",
+    "java_tokens",
+    "parameters",
+    "params_start",
+]

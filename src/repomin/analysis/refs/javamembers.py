@@ -34,7 +34,15 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from repomin.analysis.javalex import IDENTIFIER, KEYWORDS, TYPE_KEYWORDS, java_tokens
+from repomin.analysis.javalex import (
+    IDENTIFIER,
+    KEYWORDS,
+    TYPE_KEYWORDS,
+    assigns,
+    java_tokens,
+    parameters,
+    params_start,
+)
 
 #: Annotations that change nothing a caller could depend on.
 HARMLESS_ANNOTATIONS = frozenset({"Deprecated", "SuppressWarnings", "SafeVarargs"})
@@ -264,13 +272,13 @@ class _Parser:
                         supers_of = _supertypes(header)
                         self._body(k, inner, type_kind, type_name, supers_of, depth + 1)
                         break
-                    if _assigns(header):  # an initializer with braces: on to the ';'
+                    if assigns(header):  # an initializer with braces: on to the ';'
                         header.append(b"{")
                         k = inner + 1
                         continue
                     member_kind, names = _brace_member(header, name)
                     end = inner
-                    shape = _parameters(header) if member_kind == "method" else (-1, False)
+                    shape = parameters(header) if member_kind == "method" else (-1, False)
                     break
                 header.append(text)
                 k += 1
@@ -333,39 +341,10 @@ def _supertypes(header: Sequence[bytes]) -> frozenset[str]:
     return frozenset(n for n in out if IDENTIFIER.fullmatch(n))
 
 
-def _assigns(header: Sequence[bytes]) -> bool:
-    depth = 0
-    for word in header:
-        if word in (b"(", b"["):
-            depth += 1
-        elif word in (b")", b"]"):
-            depth -= 1
-        elif word == b"=" and depth == 0:
-            return True
-    return False
-
-
-def _params_start(header: Sequence[bytes]) -> int | None:
-    end = len(header)
-    if b"throws" in header:
-        end = len(header) - 1 - list(reversed(header)).index(b"throws")
-    if end == 0 or header[end - 1] != b")":
-        return None
-    depth = 0
-    for k in range(end - 1, -1, -1):
-        if header[k] == b")":
-            depth += 1
-        elif header[k] == b"(":
-            depth -= 1
-            if depth == 0:
-                return k
-    return None
-
-
 def _method_name(header: Sequence[bytes]) -> str | None:
-    if _assigns(header):
+    if assigns(header):
         return None
-    params = _params_start(header)
+    params = params_start(header)
     if params is None or params == 0:
         return None
     name = header[params - 1].decode("utf-8", "replace")
@@ -374,32 +353,6 @@ def _method_name(header: Sequence[bytes]) -> str | None:
     if params >= 2 and header[params - 2] == b"@":
         return None  # an annotation's arguments, not a method
     return name
-
-
-def _parameters(header: Sequence[bytes]) -> tuple[int, bool]:
-    """(parameter count, varargs) of a method's header; (-1, False) when not read."""
-    start = _params_start(header)
-    if start is None:
-        return -1, False
-    depth, count, any_token, dots = 0, 1, False, 0
-    varargs = False
-    for word in header[start + 1 :]:
-        if word in (b"(", b"<", b"["):
-            depth += 1
-        elif word in (b")", b">", b"]"):
-            if depth == 0:
-                break
-            depth -= 1
-        elif word == b"," and depth == 0:
-            count += 1
-            varargs = False
-        if word == b".":
-            dots += 1
-            varargs = varargs or dots >= 3
-        else:
-            dots = 0
-        any_token = True
-    return (count if any_token else 0), varargs
 
 
 def _brace_member(header: Sequence[bytes], owner: str) -> tuple[str, tuple[str, ...]]:
