@@ -142,14 +142,17 @@ def java_cases(real: Path) -> list[Case]:
 
 # -- the hand-made minima ------------------------------------------------------------------------
 
-# The sources javac parses for the driver alone (``-sourcepath src/main/java``), kept whole:
-# each is referenced from another, so none can go without editing its text.
+# The minima are made at member level by hand (not only whole files).
 CODEC_EXPERT = listed_expert(
     "java-commons-codec-1.15",
-    14,
-    58277,
-    "Driver.java and the 13 sources javac needs for it (URLCodec, Utils, the codec "
-    "interfaces and exceptions, StringUtils, CharSequenceUtils, CharEncoding), kept whole",
+    4,
+    1135,
+    "member-level, lines and parts of lines deleted by hand: Driver's decode call alone; "
+    "URLCodec with decodeUrl (its loop calling Utils.digit16 after a '%') and decode(String) "
+    "calling it; Utils with digit16's throw alone; DecoderException with its message "
+    "constructor. The same exception with the same innermost frames (digit16, decodeUrl, "
+    "decode). Until 2026-12-07 the minimum kept whole files (14 / 58,277 B: the 13 sources "
+    "javac needs), an upper bound",
 )
 LANG3_EXPERT = listed_expert(
     "java-commons-lang3-3.12",
@@ -163,9 +166,11 @@ LANG3_EXPERT = listed_expert(
 )
 IO_EXPERT = listed_expert(
     "java-commons-io-2.11",
-    18,
-    241419,
-    "Driver.java and the 17 sources javac needs for ReversedLinesFileReader (Charsets, "
-    "IOUtils and what IOUtils names: LineIterator, the IO function types, the byte-array and "
-    "null streams, StringBuilderWriter...), kept whole",
+    2,
+    1059,
+    "member-level, lines and parts of lines deleted by hand: Driver constructing the reader "
+    "alone; ReversedLinesFileReader with its three chained constructors, the last throwing "
+    "the UTF-16 refusal alone. The same exception from the same three constructor frames. "
+    "Until 2026-12-07 the minimum kept whole files (18 / 241,419 B: Driver and the 17 "
+    "sources javac needs), an upper bound",
 )
