@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -395,3 +396,78 @@ class U {
     assert "long v) {" not in after and "double v)" not in after
     # a 2-argument call reaches only the variable-arity `many`; a method reference keeps `ref`
     assert "int... xs" in after and "int e)" not in after and "ref(String s)" in after
+
+
+CODEC = {
+    "src/org/c/Decoder.java": "package org.c;\npublic interface Decoder {\n"
+    "    Object decode(Object o) throws Exception;\n}\n",
+    "src/org/c/Encoder.java": "package org.c;\npublic interface Encoder {\n"
+    "    Object encode(Object o);\n}\n",
+    "src/org/c/Codec.java": """\
+package org.c;
+
+public class Codec implements Encoder, Decoder {
+    public Object encode(Object o) { return o; }
+    public Object decode(Object o) throws Exception { return decode((String) o); }
+    public String decode(String s) throws Exception {
+        throw new Exception("not a valid digit: " + s);
+    }
+}
+""",
+    "Driver.java": """\
+import org.c.Codec;
+
+public class Driver {
+    public static void main(String[] args) throws Exception {
+        new Codec().decode("%zz");
+    }
+}
+""",
+}
+
+
+def _fails_with(message: bytes) -> Callable[[Tree], bool]:
+    def fails(candidate: Tree) -> bool:
+        with tempfile.TemporaryDirectory() as root:
+            materialise(candidate, Path(root))
+            run = subprocess.run(
+                COMMAND, shell=True, cwd=root, capture_output=True, timeout=120, check=False
+            )
+        return message in run.stderr and b"error:" not in run.stderr
+
+    return fails
+
+
+@needs_jdk
+def test_implements_lists_of_the_tree_go_with_what_only_they_kept() -> None:
+    fails = _fails_with(b"java.lang.Exception: not a valid digit: %zz")
+    tree = text_tree(CODEC)
+    assert fails(tree)
+    problem = PredicateProblem(tree, fails)
+    RefsCut(COMMAND).run(problem)
+    final = problem.current
+    assert sorted(final.entries) == ["Driver.java", "src/org/c/Codec.java"]
+    data = final["src/org/c/Codec.java"].data
+    assert b"implements" not in data and b"encode" not in data and b"decode(String s)" in data
+    assert fails(final)
+    assert any("drop the implements lists of 1 classes" in d for _, d in problem.accepted)
+
+
+@needs_jdk
+def test_a_class_used_through_its_interface_keeps_it_and_is_not_asked_twice() -> None:
+    files = dict(CODEC)
+    files["Driver.java"] = files["Driver.java"].replace(
+        'new Codec().decode("%zz");', 'org.c.Decoder d = new Codec(); d.decode("%zz");'
+    )
+    fails = _fails_with(b"java.lang.Exception: not a valid digit: %zz")
+    tree = text_tree(files)
+    problem = PredicateProblem(tree, fails)
+    cut = RefsCut(COMMAND)
+    cut.run(problem)
+    assert b"implements Encoder, Decoder" in problem.current["src/org/c/Codec.java"].data or (
+        b"implements Decoder" in problem.current["src/org/c/Codec.java"].data
+    )
+    assert "src/org/c/Decoder.java" in problem.current and fails(problem.current)
+    calls = problem.calls
+    cut.run(problem)
+    assert problem.calls == calls

@@ -25,7 +25,11 @@ called is dead too), with the imports only they used, as one candidate; when the
 rejects it, the learning deletion search splits it by member (a candidate keeps everything a
 kept member names, so it compiles as the whole did). After either is accepted the file cut
 runs again: the types only the deleted code named are unreachable now. A member that
-survived a split is not proposed again (the line passes still may).
+survived a split is not proposed again (the line passes still may). Then every ``implements``
+list that names only types of the tree is dropped, with what that leaves unnamed (the methods
+that implemented them, then the interfaces' files), as one candidate: a class used through
+its interface does not compile without it, and the oracle rejects the candidate, which is
+not proposed again until the lists change.
 """
 
 from __future__ import annotations
@@ -48,6 +52,16 @@ from repomin.search.deletion.ddmin import ddmin_delete
 from repomin.search.deletion.learning import learn_delete
 from repomin.search.problem import Problem
 from repomin.tree import Entry, Tree
+
+
+def _java_files(tree: Tree) -> dict[str, JavaFile]:
+    """Every ``.java`` file of ``tree`` parsed (one that does not parse: as mentions only)."""
+    files: dict[str, JavaFile] = {}
+    for path, entry in tree.entries.items():
+        if entry.kind == "file" and path.endswith(".java"):
+            parsed = parse(entry.data)
+            files[path] = parsed if parsed is not None else mentions_only(entry.data)
+    return files
 
 
 def _counts(counts: dict[str, int]) -> str:
@@ -79,6 +93,7 @@ class RefsCut:
         #: Java members (path, text) a split kept, and the last proposed set.
         self._java_needed: set[tuple[str, bytes]] = set()
         self._java_last: frozenset[tuple[str, bytes]] | None = None
+        self._java_clauses_rejected: set[frozenset[tuple[str, bytes]]] = set()
 
     def graph(self, problem: Problem) -> RefGraph:
         return self._graph_of(problem)(problem.current)
@@ -91,6 +106,10 @@ class RefsCut:
         stacked = self._java_stack(problem)
         if self._java(problem) or stacked:
             self._cut(problem)
+        if self._java_clauses(problem):
+            self._cut(problem)  # the interfaces only the lists named
+            if self._java(problem):  # the methods only the interfaces' declarations kept
+                self._cut(problem)
 
     def _cut(self, problem: Problem) -> None:
         tree = problem.current
@@ -209,11 +228,7 @@ class RefsCut:
         """Propose deleting the Java members nothing names (see the module docstring); True
         when something was deleted."""
         tree = problem.current
-        files: dict[str, JavaFile] = {}
-        for path, entry in tree.entries.items():
-            if entry.kind == "file" and path.endswith(".java"):
-                parsed = parse(entry.data)
-                files[path] = parsed if parsed is not None else mentions_only(entry.data)
+        files = _java_files(tree)
         editable = {p for p in files if not problem.protected(p)}
         dead = dead_members(files, editable)
         units = [
@@ -257,6 +272,50 @@ class RefsCut:
         for path, start, end in kept:
             self._java_needed.add((path, tree.entries[path].data[start:end]))
         return len(kept) < len(units)
+
+    def _java_clauses(self, problem: Problem) -> bool:
+        """Propose dropping every ``implements`` list that names only types of the tree, with
+        the members and types that leaves unnamed (see the module docstring); True when
+        accepted. A rejected set is not proposed again until the lists change."""
+        tree = problem.current
+        files = _java_files(tree)
+        editable = {p for p in files if not problem.protected(p)}
+        declared = {name for parsed in files.values() for name in parsed.declared}
+        targets = {
+            (path, body.start): body
+            for path in sorted(editable)
+            for body in files[path].bodies
+            if body.implements is not None and body.interfaces and body.interfaces <= declared
+        }
+        key = frozenset(
+            (p, tree.entries[p].data[b.implements[0] : b.implements[1]])
+            for (p, _), b in targets.items()
+            if b.implements is not None
+        )
+        if not targets or key in self._java_clauses_rejected:
+            return False
+        keep = {
+            (path, member.start)
+            for path in editable
+            for member in files[path].members
+            if (path, tree.entries[path].data[member.start : member.end]) in self._java_needed
+        }
+        dead = dead_members(files, editable, keep, dropped=set(targets))
+        changes = {
+            path: tree.entries[path].with_data(
+                without_spans(tree.entries[path].data, dead[path].spans)
+            )
+            for path in dead
+        }
+        names = sorted({n for b in targets.values() for n in b.interfaces})
+        description = (
+            f"drop the implements lists of {len(targets)} classes ({', '.join(names[:4])}"
+            f"{' …' if len(names) > 4 else ''}) and what only they kept"
+        )
+        if problem.try_first(self.name, [(tree.with_changes(changes), description)]) == 0:
+            return True
+        self._java_clauses_rejected.add(key)
+        return False
 
     def _graph_of(self, problem: Problem) -> Callable[[Tree], RefGraph]:
         def graph_of(tree: Tree) -> RefGraph:

@@ -103,24 +103,30 @@ class Import:
 
 @dataclass(frozen=True, slots=True)
 class Dead:
-    """What can go of one file: member spans (outermost) and import statements."""
+    """What can go of one file: member spans (outermost), import statements and
+    ``implements`` lists."""
 
     members: tuple[tuple[int, int], ...]
     imports: tuple[tuple[int, int], ...]
+    clauses: tuple[tuple[int, int], ...] = ()
 
     @property
     def spans(self) -> list[tuple[int, int]]:
-        return sorted(self.members + self.imports)
+        return sorted(self.members + self.imports + self.clauses)
 
 
 @dataclass(frozen=True, slots=True)
 class Body:
-    """A class body's ``[start, end)`` in bytes, its type's name and the supertypes it names."""
+    """A class body's ``[start, end)`` in bytes, its type's name and the supertypes it names;
+    for a class, enum or record with an ``implements`` list, that list's span (from the word to
+    the body's brace) and the simple names it lists."""
 
     start: int
     end: int
     name: str
     supers: frozenset[str]
+    implements: tuple[int, int] | None = None
+    interfaces: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +238,32 @@ class _Parser:
                 header.append(text)
                 k += 1
 
+    def _implements(self, open_: int) -> tuple[tuple[int, int] | None, frozenset[str]]:
+        """The ``implements`` list before the brace ``open_`` (span, simple names)."""
+        toks = self.tokens
+        k = open_ - 1
+        depth = 0
+        while k >= 0 and toks[k][1] not in (b";", b"{", b"}"):
+            text = toks[k][1]
+            if text == b">":
+                depth += 1
+            elif text == b"<":
+                depth -= 1
+            elif text == b"implements" and depth == 0:
+                names: set[str] = set()
+                angle = 0
+                for j in range(k + 1, open_):
+                    word = toks[j][1]
+                    angle += (word == b"<") - (word == b">")
+                    following = toks[j + 1][1] if j + 1 < open_ else b""
+                    if (angle == 0 and following in (b",", b"{", b"<")) or j + 1 == open_:
+                        name = word.decode("utf-8", "replace")
+                        if IDENTIFIER.fullmatch(name):
+                            names.add(name)
+                return (toks[k][0], toks[open_][0]), frozenset(names)
+            k -= 1
+        return None, frozenset()
+
     def _body(
         self, open_: int, close: int, kind: str, name: str, supers: frozenset[str], depth: int
     ) -> None:
@@ -239,7 +271,10 @@ class _Parser:
         if depth > MAX_NESTING:
             self.failed = True
             return
-        self.bodies.append(Body(self.tokens[open_][0], self.tokens[close][0], name, supers))
+        clause, interfaces = self._implements(open_) if kind != "interface" else (None, frozenset())
+        self.bodies.append(
+            Body(self.tokens[open_][0], self.tokens[close][0], name, supers, clause, interfaces)
+        )
         toks = self.tokens
         k = open_ + 1
         if kind == "enum":  # the constants, up to the first ';' at this depth
@@ -415,14 +450,26 @@ def dead_members(
     files: Mapping[str, JavaFile],
     editable: Collection[str] | None = None,
     keep: Collection[tuple[str, int]] = (),
+    dropped: Collection[tuple[str, int]] = (),
 ) -> dict[str, Dead]:
     """Per path of ``editable`` (default: every path), what can go: the dead members
     (outermost only) and the imports no code left in the file mentions. The members ``keep``
-    names (by path and start) stay, and so does everything they mention."""
+    names (by path and start) stay, and so does everything they mention. The ``implements``
+    lists of the class bodies ``dropped`` names (by path and body start) go: they mention
+    nothing, and their classes implement nothing."""
+
+    def supers_of(path: str, body: Body) -> frozenset[str]:
+        if (path, body.start) in dropped:
+            return body.supers - body.interfaces
+        return body.supers
+
     supers: dict[str, set[str]] = {}
-    for parsed in files.values():
+    clauses: dict[str, list[tuple[int, int]]] = {}
+    for path, parsed in files.items():
         for body in parsed.bodies:
-            supers.setdefault(body.name, set()).update(body.supers)
+            supers.setdefault(body.name, set()).update(supers_of(path, body))
+            if (path, body.start) in dropped and body.implements is not None:
+                clauses.setdefault(path, []).append(body.implements)
     known = _known_types(supers)
     candidates: list[tuple[str, Member]] = []
     for path, parsed in files.items():
@@ -431,15 +478,18 @@ def dead_members(
                 continue
             if (editable is not None and path not in editable) or (path, member.start) in keep:
                 continue
-            if member.kind == "override?" and not _enclosing(parsed, member).supers <= known:
+            if member.kind == "override?" and not supers_of(path, _enclosing(parsed, member)) <= (
+                known
+            ):
                 continue  # it may implement a method of a type the tree does not declare
             candidates.append((path, member))
     wanted = {n for _, m in candidates for n in m.names}
     where: dict[str, list[tuple[str, int, int | None]]] = {}
     for path, parsed in files.items():
         tokens = parsed.tokens
+        gone = sorted(clauses.get(path, ()))
         for k, (offset, text) in enumerate(tokens):
-            if text[:1] != b'"':
+            if text[:1] != b'"' and not _inside(gone, offset):
                 name = text.decode("utf-8", "replace")
                 if name in wanted:
                     where.setdefault(name, []).append((path, offset, _call_arity(tokens, k)))
@@ -482,17 +532,19 @@ def dead_members(
     out: dict[str, Dead] = {}
     for path, parsed in files.items():
         spans = dead[path]
-        if not spans:
+        cut = tuple(sorted(clauses.get(path, ())))
+        if not spans and not cut:
             continue
+        gone = _merge(spans, cut)
         left = Counter(
             text.decode("utf-8", "replace")
             for offset, text in parsed.tokens
-            if not _inside(spans, offset) and text[:1] != b'"'
+            if not _inside(gone, offset) and text[:1] != b'"'
         )
         imports = [
             (imp.start, imp.end) for imp in parsed.imports if left[imp.name] <= 1
         ]  # mentioned only by the import itself
-        out[path] = Dead(tuple(spans), tuple(imports))
+        out[path] = Dead(tuple(spans), tuple(imports), cut)
     return out
 
 
