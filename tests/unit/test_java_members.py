@@ -407,8 +407,12 @@ CODEC = {
 package org.c;
 
 public class Codec implements Encoder, Decoder {
+    @Override
     public Object encode(Object o) { return o; }
+
+    @Override
     public Object decode(Object o) throws Exception { return decode((String) o); }
+
     public String decode(String s) throws Exception {
         throw new Exception("not a valid digit: " + s);
     }
@@ -449,6 +453,7 @@ def test_implements_lists_of_the_tree_go_with_what_only_they_kept() -> None:
     assert sorted(final.entries) == ["Driver.java", "src/org/c/Codec.java"]
     data = final["src/org/c/Codec.java"].data
     assert b"implements" not in data and b"encode" not in data and b"decode(String s)" in data
+    assert b"@Override" not in data  # javac refuses it once the class implements nothing
     assert fails(final)
     assert any("drop the implements lists of 1 classes" in d for _, d in problem.accepted)
 

@@ -26,8 +26,9 @@ rejects it, the learning deletion search splits it by member (a candidate keeps 
 kept member names, so it compiles as the whole did). After either is accepted the file cut
 runs again: the types only the deleted code named are unreachable now. A member that
 survived a split is not proposed again (the line passes still may). Then every ``implements``
-list that names only types of the tree is dropped, with what that leaves unnamed (the methods
-that implemented them, then the interfaces' files), as one candidate: a class used through
+list that names only types of the tree is dropped, with the ``@Override`` annotations of its
+class and what that leaves unnamed (the interfaces' files, then the methods only they
+required), as one candidate: a class used through
 its interface does not compile without it, and the oracle rejects the candidate, which is
 not proposed again until the lists change.
 """

@@ -90,6 +90,9 @@ class Member:
     #: parameter is variable (``String... rest``).
     arity: int = -1
     varargs: bool = False
+    #: The span of its ``@Override`` when that alone pins it: cut only once its class's
+    #: ``implements`` list goes (``dead_members``'s ``dropped``), the annotation with the list.
+    override: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +241,20 @@ class _Parser:
                 header.append(text)
                 k += 1
 
+    def _override(self, first: int, end: int) -> tuple[int, int] | None:
+        """The span of the ``@Override`` (or ``@java.lang.Override``) among the tokens
+        ``first..end``."""
+        toks = self.tokens
+        for k in range(first, end):
+            if toks[k][1] != b"@":
+                continue
+            j = k + 1
+            while j + 2 < end and toks[j + 1][1] == b"." and toks[j + 2][1] != b"@":
+                j += 2
+            if toks[j][1] == b"Override":
+                return toks[k][0], toks[j][0] + len(toks[j][1])
+        return None
+
     def _implements(self, open_: int) -> tuple[tuple[int, int] | None, frozenset[str]]:
         """The ``implements`` list before the brace ``open_`` (span, simple names)."""
         toks = self.tokens
@@ -320,12 +337,24 @@ class _Parser:
             if end < 0:
                 break
             deletable = member_kind in ("method", "field", "type") and not _pinned(header, names)
+            override = None
+            if member_kind == "method" and not deletable and not _pinned(header, names, True):
+                override = self._override(first, end)  # pinned by @Override alone
+                deletable = override is not None
             if kind == "annotation":
                 deletable = False
             if member_kind == "method" and supers:
                 member_kind = "override?"  # dead_members decides once the tree's types are known
             self.members.append(
-                Member(toks[first][0], toks[end][0] + 1, member_kind, names, deletable, *shape)
+                Member(
+                    toks[first][0],
+                    toks[end][0] + 1,
+                    member_kind,
+                    names,
+                    deletable,
+                    *shape,
+                    override,
+                )
             )
             k = end + 1
 
@@ -429,7 +458,10 @@ def _semicolon_member(header: Sequence[bytes]) -> tuple[str, tuple[str, ...]]:
     return ("field", tuple(names)) if names else ("other", ())
 
 
-def _pinned(header: Sequence[bytes], names: Sequence[str]) -> bool:
+def _pinned(header: Sequence[bytes], names: Sequence[str], override_ok: bool = False) -> bool:
+    """Is the member never cut (see the module docstring)? ``override_ok``: as if
+    ``@Override`` were harmless."""
+    harmless = HARMLESS_ANNOTATIONS | ({"Override"} if override_ok else set())
     if any(n in JVM_NAMES for n in names):
         return True
     for k, word in enumerate(header[:-1]):
@@ -438,7 +470,7 @@ def _pinned(header: Sequence[bytes], names: Sequence[str]) -> bool:
             j = k + 1
             while j + 2 < len(header) and header[j + 1] == b"." and header[j + 2] != b"@":
                 j += 2
-            if header[j].decode("utf-8", "replace") not in HARMLESS_ANNOTATIONS:
+            if header[j].decode("utf-8", "replace") not in harmless:
                 return True
     return False
 
@@ -470,6 +502,11 @@ def dead_members(
             supers.setdefault(body.name, set()).update(supers_of(path, body))
             if (path, body.start) in dropped and body.implements is not None:
                 clauses.setdefault(path, []).append(body.implements)
+                clauses[path] += [
+                    m.override
+                    for m in parsed.members
+                    if m.override is not None and _enclosing(parsed, m) == body
+                ]
     known = _known_types(supers)
     candidates: list[tuple[str, Member]] = []
     for path, parsed in files.items():
@@ -478,9 +515,10 @@ def dead_members(
                 continue
             if (editable is not None and path not in editable) or (path, member.start) in keep:
                 continue
-            if member.kind == "override?" and not supers_of(path, _enclosing(parsed, member)) <= (
-                known
-            ):
+            body = _enclosing(parsed, member)
+            if member.override is not None and (path, body.start) not in dropped:
+                continue  # it implements its class's interface, which stays
+            if member.kind == "override?" and not supers_of(path, body) <= known:
                 continue  # it may implement a method of a type the tree does not declare
             candidates.append((path, member))
     wanted = {n for _, m in candidates for n in m.names}
