@@ -112,10 +112,17 @@ def test_two_jobs_run_concurrently_in_two_containers(make_runner: Any) -> None:
 def test_close_removes_everything_and_is_idempotent(client: Any) -> None:
     label = new_label()
     runner = DockerRunner(image=BUSYBOX, session_label=label, client=client, jobs=2)
-    threads = [threading.Thread(target=run, args=(runner, "sleep 0.3")) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
+    # the second sample starts while the first holds its container (not by timing alone: a
+    # loaded machine could finish the first before the second thread starts), so two exist
+    first = threading.Thread(target=run, args=(runner, "sleep 3"))
+    first.start()
+    deadline = time.monotonic() + 60
+    running = {"label": f"io.repomin.session={label}", "status": "running"}
+    while not client.api.containers(filters=running) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    second = threading.Thread(target=run, args=(runner, "sleep 0.3"))
+    second.start()
+    for thread in (first, second):
         thread.join()
     assert len(labelled(client, label)) == 2
     scratch = runner._scratch.path

@@ -489,6 +489,40 @@ def dead_members(
     names (by path and start) stay, and so does everything they mention. The ``implements``
     lists of the class bodies ``dropped`` names (by path and body start) go: they mention
     nothing, and their classes implement nothing."""
+    candidates, clauses = _candidates(files, editable, keep, dropped)
+    where = _mentions(files, candidates, clauses)
+    dead = _fixpoint(files, candidates, where)
+    out: dict[str, Dead] = {}
+    for path, parsed in files.items():
+        spans = dead[path]
+        cut = tuple(sorted(clauses.get(path, ())))
+        if not spans and not cut:
+            continue
+        gone = _merge(spans, cut)
+        left = Counter(
+            text.decode("utf-8", "replace")
+            for offset, text in parsed.tokens
+            if not _inside(gone, offset) and text[:1] != b'"'
+        )
+        imports = [
+            (imp.start, imp.end) for imp in parsed.imports if left[imp.name] <= 1
+        ]  # mentioned only by the import itself
+        out[path] = Dead(tuple(spans), tuple(imports), cut)
+    return out
+
+
+Candidates = list[tuple[str, Member]]
+Mentions = dict[str, list[tuple[str, int, int | None]]]
+
+
+def _candidates(
+    files: Mapping[str, JavaFile],
+    editable: Collection[str] | None,
+    keep: Collection[tuple[str, int]],
+    dropped: Collection[tuple[str, int]],
+) -> tuple[Candidates, dict[str, list[tuple[int, int]]]]:
+    """The members that may be cut, and per path the ``implements`` lists (with their
+    classes' ``@Override`` annotations) that ``dropped`` makes go."""
 
     def supers_of(path: str, body: Body) -> frozenset[str]:
         if (path, body.start) in dropped:
@@ -508,7 +542,7 @@ def dead_members(
                     if m.override is not None and _enclosing(parsed, m) == body
                 ]
     known = _known_types(supers)
-    candidates: list[tuple[str, Member]] = []
+    candidates: Candidates = []
     for path, parsed in files.items():
         for member in parsed.members:
             if not member.deletable or not member.names:
@@ -521,18 +555,18 @@ def dead_members(
             if member.kind == "override?" and not supers_of(path, body) <= known:
                 continue  # it may implement a method of a type the tree does not declare
             candidates.append((path, member))
+    return candidates, clauses
+
+
+def _mentions(
+    files: Mapping[str, JavaFile],
+    candidates: Candidates,
+    clauses: Mapping[str, list[tuple[int, int]]],
+) -> Mentions:
+    """Per candidate name, its occurrences (path, offset, call arity) that may keep it: not
+    in a dropped list, not a candidate's own declaration (two unused overloads of one arity do
+    not keep each other; a pinned member's declaration does)."""
     wanted = {n for _, m in candidates for n in m.names}
-    where: dict[str, list[tuple[str, int, int | None]]] = {}
-    for path, parsed in files.items():
-        tokens = parsed.tokens
-        gone = sorted(clauses.get(path, ()))
-        for k, (offset, text) in enumerate(tokens):
-            if text[:1] != b'"' and not _inside(gone, offset):
-                name = text.decode("utf-8", "replace")
-                if name in wanted:
-                    where.setdefault(name, []).append((path, offset, _call_arity(tokens, k)))
-    # a candidate's own declaration is no mention of its namesakes (two unused overloads of
-    # one arity do not keep each other); a pinned member's declaration is
     declarations: set[tuple[str, int]] = set()
     for path, member in candidates:
         tokens = files[path].tokens
@@ -544,9 +578,23 @@ def dead_members(
                 pending.discard(name)
                 declarations.add((path, tokens[k][0]))
             k += 1
-    where = {
-        n: [o for o in found if (o[0], o[1]) not in declarations] for n, found in where.items()
-    }
+    where: Mentions = {}
+    for path, parsed in files.items():
+        tokens = parsed.tokens
+        gone = sorted(clauses.get(path, ()))
+        for k, (offset, text) in enumerate(tokens):
+            if text[:1] == b'"' or _inside(gone, offset) or (path, offset) in declarations:
+                continue
+            name = text.decode("utf-8", "replace")
+            if name in wanted:
+                where.setdefault(name, []).append((path, offset, _call_arity(tokens, k)))
+    return where
+
+
+def _fixpoint(
+    files: Mapping[str, JavaFile], candidates: Candidates, where: Mentions
+) -> dict[str, list[tuple[int, int]]]:
+    """Per path, the spans of the members no occurrence outside the dead ones keeps."""
     crowded = {n for n, found in where.items() if len(found) > MAX_OCCURRENCES}
     candidates = [(p, m) for p, m in candidates if not crowded.intersection(m.names)]
     dead: dict[str, list[tuple[int, int]]] = {p: [] for p in files}
@@ -557,7 +605,7 @@ def dead_members(
             for path, member in candidates
             if (path, member.start) not in done
             and not _inside(dead[path], member.start)
-            and not any(_mentioned(where[n], dead, path, member) for n in member.names)
+            and not any(_mentioned(where.get(n, []), dead, path, member) for n in member.names)
         ]
         if not newly:
             break
@@ -567,23 +615,7 @@ def dead_members(
             added.setdefault(path, []).append((member.start, member.end))
         for path, spans in added.items():
             dead[path] = _merge(dead[path], spans)
-    out: dict[str, Dead] = {}
-    for path, parsed in files.items():
-        spans = dead[path]
-        cut = tuple(sorted(clauses.get(path, ())))
-        if not spans and not cut:
-            continue
-        gone = _merge(spans, cut)
-        left = Counter(
-            text.decode("utf-8", "replace")
-            for offset, text in parsed.tokens
-            if not _inside(gone, offset) and text[:1] != b'"'
-        )
-        imports = [
-            (imp.start, imp.end) for imp in parsed.imports if left[imp.name] <= 1
-        ]  # mentioned only by the import itself
-        out[path] = Dead(tuple(spans), tuple(imports), cut)
-    return out
+    return dead
 
 
 def _known_types(supers: Mapping[str, set[str]]) -> set[str]:
