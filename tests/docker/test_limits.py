@@ -37,11 +37,21 @@ def default_runner(request: pytest.FixtureRequest, module_runner: Any) -> Any:
 
 
 def worker_config(runner: Any) -> dict[str, Any]:
-    run(runner, "true")  # the worker exists
-    worker = runner._all_slots[0].worker
-    assert worker is not None
-    config: dict[str, Any] = runner.api.inspect_container(worker.cid)["HostConfig"]
-    return config
+    """The HostConfig of a worker the runner started with its defaults.
+
+    A worker the runner found unclean after a sample (its wipe or reap failed, as can happen
+    on a loaded machine) is retired and its slot left empty until the next sample: so a
+    sample is run until one leaves a worker behind, and any slot's worker will do.
+    """
+    outcomes = []
+    for _ in range(3):
+        outcome = run(runner, "true")
+        outcomes.append(outcome)
+        workers = [slot.worker for slot in runner._all_slots if slot.worker is not None]
+        if workers:
+            config: dict[str, Any] = runner.api.inspect_container(workers[0].cid)["HostConfig"]
+            return config
+    raise AssertionError(f"no sample left a worker behind: {outcomes}")
 
 
 def options(text: str) -> set[str]:

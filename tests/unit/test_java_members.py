@@ -476,3 +476,31 @@ def test_a_class_used_through_its_interface_keeps_it_and_is_not_asked_twice() ->
     calls = problem.calls
     cut.run(problem)
     assert problem.calls == calls
+
+
+def test_the_member_cut_is_computed_again_only_when_a_java_file_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import repomin.passes.refs as refs
+
+    calls: list[int] = []
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return dead_members(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(refs, "dead_members", counting)
+    tree = text_tree({"src/org/x/Util.java": UTIL, "Driver.java": DRIVER, "notes.txt": "a"})
+    problem = PredicateProblem(tree, lambda t: b"helper" in t["src/org/x/Util.java"].data)
+    cut = RefsCut(COMMAND)
+    cut.run(problem)
+    assert calls
+    cut.run(problem)  # the Java files its own acceptances left: computed once more
+    first = len(calls)
+    problem._current = problem.current.replace("notes.txt", b"b")  # no Java file changed
+    cut.run(problem)
+    assert len(calls) == first
+    util = problem.current["src/org/x/Util.java"].data
+    problem._current = problem.current.replace("src/org/x/Util.java", util + b"\n")
+    cut.run(problem)
+    assert len(calls) > first

@@ -46,7 +46,6 @@ protected).
 from __future__ import annotations
 
 import bisect
-import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
@@ -247,7 +246,7 @@ class CoverageCut:
                     continue  # stale: offsets of another text
                 # Java: the methods are found again by name in the file as it is now
                 record = FileCoverage(entry.data, never_run_methods(entry.data, record.touched))
-            key = (path, hashlib.blake2b(record.data, digest_size=16).digest())
+            key = (path, record.data)
             if key not in self._bodies and (_is_python(path) or _is_java(path)):
                 self._bodies[key] = [(s, e) for s, e, _ in record.never]  # bodies already
             elif key not in self._bodies:

@@ -31,6 +31,12 @@ class and what that leaves unnamed (the interfaces' files, then the methods only
 required), as one candidate: a class used through
 its interface does not compile without it, and the oracle rejects the candidate, which is
 not proposed again until the lists change.
+
+The pass object lives for the whole reduction: it runs again in every round and proposes again
+whenever the unreachable set of the current tree differs from the one it last worked on (a
+content pass that deleted an import or a call makes its target unreachable). Files it already
+found needed (survivors of its bisection, unchanged since) are not proposed again; the other
+passes still may. The Java member cut is computed again only when a Java file changed.
 """
 
 from __future__ import annotations
@@ -94,6 +100,8 @@ class RefsCut:
         #: Java members (path, text) a split kept, and the last proposed set.
         self._java_needed: set[tuple[str, bytes]] = set()
         self._java_last: frozenset[tuple[str, bytes]] | None = None
+        #: The Java files (path, content, protected) the member cut was last computed from.
+        self._java_snapshot: tuple[tuple[str, bytes, bool], ...] | None = None
         self._java_clauses_rejected: set[frozenset[tuple[str, bytes]]] = set()
 
     def graph(self, problem: Problem) -> RefGraph:
@@ -229,6 +237,14 @@ class RefsCut:
         """Propose deleting the Java members nothing names (see the module docstring); True
         when something was deleted."""
         tree = problem.current
+        snapshot = tuple(
+            (p, e.data, problem.protected(p))
+            for p, e in tree.entries.items()
+            if p.endswith(".java")
+        )
+        if snapshot == self._java_snapshot:
+            return False  # the same Java files as last time: the same cut
+        self._java_snapshot = snapshot
         files = _java_files(tree)
         editable = {p for p in files if not problem.protected(p)}
         dead = dead_members(files, editable)
