@@ -32,20 +32,26 @@ required), as one candidate: a class used through
 its interface does not compile without it, and the oracle rejects the candidate, which is
 not proposed again until the lists change.
 
+Then, for C (:mod:`repomin.analysis.refs.cfunctions`), the same member cut one level below the
+include graph: every function, prototype and file-scope variable of the ``.c``/``.h`` files
+that no live code names (a walk from ``main``, the preprocessor's macro bodies and the files
+left whole), as one candidate, split the same way when rejected; the file cut follows.
+
 The pass object lives for the whole reduction: it runs again in every round and proposes again
 whenever the unreachable set of the current tree differs from the one it last worked on (a
 content pass that deleted an import or a call makes its target unreachable). Files it already
 found needed (survivors of its bisection, unchanged since) are not proposed again; the other
-passes still may. The Java member cut is computed again only when a Java file changed.
+passes still may. A member cut is computed again only when a file of its language changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
 
 from repomin.analysis.javastack import failing_frames, stack_cut
-from repomin.analysis.refs import RefGraph
+from repomin.analysis.refs import RefGraph, cfunctions
 from repomin.analysis.refs.javamembers import (
     JavaFile,
     dead_members,
@@ -69,6 +75,47 @@ def _java_files(tree: Tree) -> dict[str, JavaFile]:
             parsed = parse(entry.data)
             files[path] = parsed if parsed is not None else mentions_only(entry.data)
     return files
+
+
+def _c_files(tree: Tree) -> dict[str, cfunctions.CFile]:
+    """Every C/C++ file of ``tree`` read by :func:`repomin.analysis.refs.cfunctions.parse`."""
+    return {
+        path: cfunctions.parse("." + path.rpartition(".")[2].lower(), entry.data)
+        for path, entry in tree.entries.items()
+        if entry.kind == "file" and cfunctions.is_c(path)
+    }
+
+
+class _Dead(Protocol):
+    @property
+    def members(self) -> tuple[tuple[int, int], ...]: ...
+    @property
+    def spans(self) -> list[tuple[int, int]]: ...
+
+
+@dataclass
+class _MemberCut:
+    """One language's cut below the files: what it reads, what it finds dead, and what the
+    pass remembers of it (the members a split kept, the last set proposed, the files it was
+    last computed from)."""
+
+    label: str
+    owns: Callable[[str], bool]
+    files: Callable[[Tree], Mapping[str, Any]]
+    dead: Callable[
+        [Mapping[str, Any], Collection[str], Collection[tuple[str, int]]], Mapping[str, _Dead]
+    ]
+    needed: set[tuple[str, bytes]] = field(default_factory=set)
+    last: frozenset[tuple[str, bytes]] | None = None
+    snapshot: tuple[tuple[str, bytes, bool], ...] | None = None
+
+
+def _java_cut() -> _MemberCut:
+    return _MemberCut("Java members", lambda p: p.endswith(".java"), _java_files, dead_members)
+
+
+def _c_cut() -> _MemberCut:
+    return _MemberCut("C functions and variables", cfunctions.is_c, _c_files, cfunctions.dead_items)
 
 
 def _counts(counts: dict[str, int]) -> str:
@@ -97,11 +144,9 @@ class RefsCut:
         self._needed: dict[str, Entry] = {}
         #: Rust cuts that were rejected, with what each was computed from.
         self._rust_rejected: dict[tuple[str, ...], object] = {}
-        #: Java members (path, text) a split kept, and the last proposed set.
-        self._java_needed: set[tuple[str, bytes]] = set()
-        self._java_last: frozenset[tuple[str, bytes]] | None = None
-        #: The Java files (path, content, protected) the member cut was last computed from.
-        self._java_snapshot: tuple[tuple[str, bytes, bool], ...] | None = None
+        #: The cuts below the files, per language.
+        self._java_members = _java_cut()
+        self._c_members = _c_cut()
         self._java_clauses_rejected: set[frozenset[tuple[str, bytes]]] = set()
 
     def graph(self, problem: Problem) -> RefGraph:
@@ -113,12 +158,14 @@ class RefsCut:
         self._rust(problem, "mod")
         self._rust(problem, "items")
         stacked = self._java_stack(problem)
-        if self._java(problem) or stacked:
+        if self._members(problem, self._java_members) or stacked:
             self._cut(problem)
         if self._java_clauses(problem):
             self._cut(problem)  # the interfaces only the lists named
-            if self._java(problem):  # the methods only the interfaces' declarations kept
+            if self._members(problem, self._java_members):  # what only the interfaces kept
                 self._cut(problem)
+        if self._members(problem, self._c_members):
+            self._cut(problem)
 
     def _cut(self, problem: Problem) -> None:
         tree = problem.current
@@ -233,35 +280,34 @@ class RefsCut:
         )
         return problem.try_first(self.name, [(candidate, description)]) == 0
 
-    def _java(self, problem: Problem) -> bool:
-        """Propose deleting the Java members nothing names (see the module docstring); True
-        when something was deleted."""
+    def _members(self, problem: Problem, cut: _MemberCut) -> bool:
+        """Propose deleting the members of one language nothing names (see the module
+        docstring); True when something was deleted."""
         tree = problem.current
         snapshot = tuple(
-            (p, e.data, problem.protected(p))
-            for p, e in tree.entries.items()
-            if p.endswith(".java")
+            (p, e.data, problem.protected(p)) for p, e in tree.entries.items() if cut.owns(p)
         )
-        if snapshot == self._java_snapshot:
-            return False  # the same Java files as last time: the same cut
-        self._java_snapshot = snapshot
-        files = _java_files(tree)
+        if snapshot == cut.snapshot:
+            return False  # the same files as last time: the same cut
+        cut.snapshot = snapshot
+        files = cut.files(tree)
         editable = {p for p in files if not problem.protected(p)}
-        dead = dead_members(files, editable)
+        dead = cut.dead(files, editable, ())
         units = [
             (path, start, end)
             for path in sorted(dead)
             for start, end in dead[path].members
-            if (path, tree.entries[path].data[start:end]) not in self._java_needed
+            if (path, tree.entries[path].data[start:end]) not in cut.needed
         ]
         key = frozenset((p, tree.entries[p].data[s:e]) for p, s, e in units)
-        if not units or key == self._java_last:
+        if not units or key == cut.last:
             return False
-        self._java_last = key
+        cut.last = key
         self._log(
             problem,
-            f"java members: {len(units)} nothing names in {len({u[0] for u in units})} files",
-            java_members=len(units),
+            f"{cut.label}: {len(units)} nothing names in {len({u[0] for u in units})} files",
+            members_cut=cut.label,
+            members=len(units),
         )
         # dead members left out of the units (a split kept them before) stay in every build
         excluded = {(p, s) for p in dead for s, _ in dead[p].members} - {
@@ -270,7 +316,7 @@ class RefsCut:
 
         def build(remaining: Sequence[tuple[str, int, int]]) -> Tree:
             keep = excluded | {(p, s) for p, s, _ in remaining}
-            gone = dead_members(files, editable, keep)
+            gone = cut.dead(files, editable, keep)
             changes = {
                 path: tree.entries[path].with_data(
                     without_spans(tree.entries[path].data, gone[path].spans)
@@ -281,13 +327,13 @@ class RefsCut:
 
         def describe(chunk: Sequence[tuple[str, int, int]]) -> str:
             count = len({p for p, _, _ in chunk})
-            return f"delete {len(chunk)} Java members nothing names in {count} files"
+            return f"delete {len(chunk)} {cut.label} nothing names in {count} files"
 
         if problem.try_first(self.name, [(build([]), describe(units))]) == 0:
             return True
         kept = learn_delete(problem, self.name, units, build, describe)
         for path, start, end in kept:
-            self._java_needed.add((path, tree.entries[path].data[start:end]))
+            cut.needed.add((path, tree.entries[path].data[start:end]))
         return len(kept) < len(units)
 
     def _java_clauses(self, problem: Problem) -> bool:
@@ -315,7 +361,8 @@ class RefsCut:
             (path, member.start)
             for path in editable
             for member in files[path].members
-            if (path, tree.entries[path].data[member.start : member.end]) in self._java_needed
+            if (path, tree.entries[path].data[member.start : member.end])
+            in self._java_members.needed
         }
         dead = dead_members(files, editable, keep, dropped=set(targets))
         changes = {
