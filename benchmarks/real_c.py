@@ -137,16 +137,36 @@ def c_cases(real: Path) -> list[Case]:
 CJSON_EXPERT = listed_expert(
     "c-cjson-1.7.15",
     4,
-    94284,
-    "the Makefile cut to the libcjson.a rule under `all`, the driver cut to parse, two "
-    "lookups, the printf and the setter call; cJSON.c and cJSON.h whole",
+    3362,
+    "member-level, by deletion only (whole lines, parts of lines, indentation): the Makefile "
+    "cut to the libcjson.a rule under `all` (make's built-in .c.o, no flags); the driver cut "
+    "to parse, two lookups, the printf and the setter call, its JSON without spaces; cJSON.h "
+    "cut to the struct (child, valuestring), cJSON_bool and the four prototypes the driver "
+    "calls; cJSON.c cut to the string.h/stdlib.h includes, a one-member hooks struct (malloc), "
+    "New_Item without memset, a parse buffer (content, offset, hooks), a parse_value that "
+    "tells a string from an object, an escape-free parse_string, a one-member parse_object, "
+    "a lookup that returns the first child, GetStringValue without its type check and "
+    "SetValuestring cut to its `strlen(valuestring) <= strlen(...)` test, where it still "
+    "crashes in strlen(NULL) (the parse functions that lost their returns rely on make's "
+    "unoptimised build; numbers, arrays, escapes, printing, whitespace skipping, "
+    "bounds checks, errors, Delete and all other API deleted). Until 2026-12-07 the minimum "
+    "kept cJSON.c and cJSON.h whole (4 files / 94,284 B, an upper bound)",
 )
 ZLIB_EXPERT = listed_expert(
     "c-zlib-1.2.13",
-    24,
-    953833,
-    "configure cut to its `sed < Makefile.in > Makefile` line, Makefile.in cut to the object "
-    "lists and the libz.a rule (make's built-in .c.o), the driver cut to gzopen, printf and the "
-    "two gzclose; the 12 C files libz.a needs and their 9 headers whole (zlib.h and zconf.h "
-    "come from /usr/include: zlib1g-dev is installed here)",
+    7,
+    1127,
+    "member-level, by deletion only: configure cut to its `sed < Makefile.in > Makefile` "
+    "line, Makefile.in cut to gzclose.o gzlib.o gzwrite.o and the libz.a rule (make's "
+    "built-in .c.o), the driver cut to gzopen, printf and the two gzclose; gzguts.h cut to "
+    "the zlib.h/stdlib.h includes, GZBUFSIZE and a gz_state of size, want and out; gzlib.c "
+    "to a gz_open that allocates the state (size 0, want GZBUFSIZE) and gzopen; gzwrite.c to "
+    "gz_init (malloc of the out buffer, size = want), gz_comp (its `size == 0 && gz_init` "
+    "test) and gzclose_w (gz_comp, free(state->out); its free(state) deleted, so the second "
+    "close reads a live state); gzclose.c to gzclose calling "
+    "gzclose_w. The second gzclose still frees the 8 KiB out buffer gz_init allocated a "
+    "second time and glibc aborts; the deflate, inflate, crc32, adler32, trees and zutil "
+    "objects, the file I/O and the read side are gone (zlib.h and zconf.h come from "
+    "/usr/include: zlib1g-dev is installed here). Until 2026-12-07 the minimum kept the 12 C "
+    "files and 9 headers whole (24 files / 953,833 B, an upper bound)",
 )

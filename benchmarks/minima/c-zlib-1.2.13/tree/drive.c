@@ -1,10 +1,10 @@
 #include <stdio.h>
 #include "zlib.h"
-int main(void)
+int main()
 {
-    gzFile out = gzopen("events.log.gz", "wb");
-    printf("closing events.log.gz\n");
-    fflush(stdout);
-    gzclose(out);
-    gzclose(out);
+gzFile out = gzopen("events.log.gz", "wb");
+printf("closing events.log.gz\n");
+fflush(stdout);
+gzclose(out);
+gzclose(out);
 }

@@ -1,0 +1,6 @@
+#include "gzguts.h"
+int gzclose(file)
+gzFile file;
+{
+return gzclose_w(file);
+}
