@@ -333,3 +333,31 @@ def test_without_spans_leaves_no_blank_lines() -> None:
     data = b"int a;\nint b(void) { return 0; }\nint c;\n"
     (item,) = [i for i in parse(".c", data).items if i.names == ("b",)]
     assert without_spans(data, [(item.start, item.end)]) == b"int a;\nint c;\n"
+
+
+@needs_gcc
+def test_a_static_function_is_not_kept_by_its_namesake_in_another_file(tmp_path: Path) -> None:
+    # both files have a static `helper`; only a.c's is called. b.c's caller is dead, and so is
+    # b.c's helper: kept, it would be an unused static function, an error under -Werror
+    files = {
+        "a.c": "static int helper(int x) { return x + 1; }\n"
+        "int a_api(int x) { return helper(x); }\n",
+        "b.c": "#define local static\n"
+        "local int helper(int x) { return x * 2; }\n"
+        "int b_api(int x) { return helper(x); }\n",
+        "main.c": "int a_api(int);\nint main(void) { return a_api(1) - 2; }\n",
+    }
+    assert dead_names(files) == {
+        "b.c": ["local int helper(int x) { return x * 2; }",
+                "int b_api(int x) { return helper(x); }"],
+    }  # fmt: skip
+    parsed = {p: parse("." + p.rpartition(".")[2], t.encode()) for p, t in files.items()}
+    for path, dead in dead_items(parsed).items():
+        files[path] = without_spans(files[path].encode(), dead.spans).decode()
+    for path, text in files.items():
+        (tmp_path / path).write_text(text)
+    build = subprocess.run(
+        "gcc -Wall -Werror -o prog a.c b.c main.c && ./prog",
+        shell=True, cwd=tmp_path, capture_output=True, check=False,
+    )  # fmt: skip
+    assert build.returncode == 0, build.stderr

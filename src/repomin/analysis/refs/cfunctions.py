@@ -37,8 +37,8 @@ result under-approximates what can go; every cut is a proposal the oracle decide
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 #: Files larger than this are left whole (their words still count).
@@ -141,15 +141,19 @@ class Item:
     pinned: bool = False
     #: Where each of ``names`` is spelled in the item (a prototype's own names are no use).
     offsets: tuple[int, ...] = ()
+    #: The words before its first name (``static``, or a macro such as zlib's ``local``).
+    head: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class CFile:
-    """A file's words (offset, name), its items, and the fragments its ``##`` pastes."""
+    """A file's words (offset, name), its items, the fragments its ``##`` pastes and the
+    macros it defines as ``static`` (``#define local static``)."""
 
     words: tuple[tuple[int, str], ...]
     items: tuple[Item, ...]
     pasted: frozenset[str]
+    statics: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +180,7 @@ def parse(path_suffix: str, data: bytes) -> CFile:
     lexed = _lex(data)
     if lexed is None:
         return mentions_only(data)
-    code, words, pasted = lexed
+    code, words, pasted, statics = lexed
     if any(text in _CXX for _, text in code):
         return mentions_only(data)
     match = _match(code)
@@ -185,7 +189,7 @@ def parse(path_suffix: str, data: bytes) -> CFile:
     items = _Parser(code, match).items()
     if items is None:
         return mentions_only(data)
-    return CFile(tuple(words), tuple(items), frozenset(pasted))
+    return CFile(tuple(words), tuple(items), frozenset(pasted), frozenset(statics))
 
 
 def mentions_only(data: bytes) -> CFile:
@@ -195,22 +199,25 @@ def mentions_only(data: bytes) -> CFile:
     return CFile(words, (), frozenset())
 
 
-def _lex(data: bytes) -> tuple[list[Token], list[tuple[int, str]], set[str]] | None:
+def _lex(
+    data: bytes,
+) -> tuple[list[Token], list[tuple[int, str]], set[str], set[str]] | None:
     """(code tokens outside preprocessor lines and outside the ``#else``/``#elif`` branches,
-    every word that mentions something with its offset, the words next to a ``##``), or None
-    when a comment or literal does not end."""
+    every word that mentions something with its offset, the words next to a ``##``, the
+    macros defined as ``static``), or None when a comment or literal does not end."""
     lexer = _Lexer()
     for m in _LEX.finditer(data):
         kind, text = m.lastgroup, m.group()
         if kind == "space" or kind == "comment":
             continue  # a block comment over several lines does not end a directive
         if kind == "newline":
-            lexer.line_start, lexer.directive = True, None
+            lexer.end_of_line()
             continue
         if kind == "other" and (text in (b'"', b"'") or data.startswith(b"/*", m.start())):
             return None  # a literal that does not end on its line, or a comment
         lexer.token(m.start(), kind or "", text)
-    return lexer.code, lexer.words, lexer.pasted
+    lexer.end_of_line()
+    return lexer.code, lexer.words, lexer.pasted, lexer.statics
 
 
 class _Lexer:
@@ -222,12 +229,19 @@ class _Lexer:
         self.code: list[Token] = []
         self.words: list[tuple[int, str]] = []
         self.pasted: set[str] = set()
+        self.statics: set[str] = set()
         self.line_start = True
         self.directive: list[str] | None = None
         self.branches: list[bool] = []
         self.previous_word = ""
         self.after_paste = False
         self.defined = False
+
+    def end_of_line(self) -> None:
+        d = self.directive
+        if d is not None and len(d) == 3 and d[0] == "define" and d[2] == "static":
+            self.statics.add(d[1])
+        self.line_start, self.directive = True, None
 
     def token(self, offset: int, kind: str, text: bytes) -> None:
         if self.line_start and text == b"#":
@@ -390,7 +404,15 @@ class _Parser:
             self.text(i) in _PINNING_ATTRIBUTES for i in range(start, brace)
         )
         close = self.match[brace]
-        self.out.append(Item(self.code[start][0], self.end_of(close), "function", (name,), pinned))
+        head = self._words(start, g - 1)
+        at, end = self.code[start][0], self.end_of(close)
+        self.out.append(Item(at, end, "function", (name,), pinned, (self.code[g - 1][0],), head))
+
+    def _words(self, start: int, end: int) -> tuple[str, ...]:
+        """The words of tokens ``[start, end)``."""
+        return tuple(
+            self.text(i).decode("utf-8", "replace") for i in range(start, end) if self.is_word(i)
+        )
 
     # -- declarations ----------------------------------------------------------------------
 
@@ -411,7 +433,9 @@ class _Parser:
         pinned = any(t in _PINNING_ATTRIBUTES for t in texts)
         start_at, end_at = self.code[start][0], self.end_of(semicolon)
         words, offsets = tuple(n for n, _ in names), tuple(o for _, o in names)
-        self.out.append(Item(start_at, end_at, kind, words, pinned, offsets))
+        first = next(i for i in range(start, semicolon) if self.code[i][0] == offsets[0])
+        head = self._words(start, first)
+        self.out.append(Item(start_at, end_at, kind, words, pinned, offsets, head))
 
     def _declarators(self, start: int, end: int) -> list[tuple[int, int]]:
         """The top-level comma-separated parts ``[first, last)`` of a declaration."""
@@ -468,10 +492,17 @@ def dead_items(
     names (see the module docstring). The items ``keep`` names (by path and start) are live,
     and so is everything they mention."""
     candidates = _candidates(files, editable, keep)
-    declares: dict[str, list[tuple[str, int]]] = {}
+    statics = {"static"}.union(*(f.statics for f in files.values()))
+    # Who declares a name: (scope, name), the scope "" for the whole program and a ``.c``
+    # file's path for its ``static`` items (a static function of one file is not the
+    # namesake another file calls).
+    declares: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    names: set[str] = set()
     for key, item in candidates.items():
+        local = key[0].endswith(".c") and not statics.isdisjoint(item.head)
         for n in item.names:
-            declares.setdefault(n, []).append(key)
+            declares.setdefault((key[0] if local else "", n), []).append(key)
+            names.add(n)
     spans = {
         path: sorted((i.end, i.start) for (p, _), i in candidates.items() if p == path)
         for path in files
@@ -485,19 +516,31 @@ def dead_items(
         for offset in item.offsets
     }
     # The words of each candidate, and the words outside every candidate (live from the start).
-    inside: dict[tuple[str, int], set[str]] = {key: set() for key in candidates}
-    live_words: set[str] = set()
+    inside: dict[tuple[str, int], set[tuple[str, str]]] = {key: set() for key in candidates}
+    live_words: set[tuple[str, str]] = set()
     for path, parsed in files.items():
         ends = spans[path]
         for offset, name in parsed.words:
-            if name not in declares or (path, offset) in own:
+            if name not in names or (path, offset) in own:
                 continue
             owner = _owner(ends, offset)
             if owner is None:
-                live_words.add(name)
+                live_words.add((path, name))
             else:
-                inside[(path, owner)].add(name)
-    live = _walk(live_words, declares, inside)
+                inside[(path, owner)].add((path, name))
+    locals_of: dict[str, list[tuple[str, int]]] = {}
+    for (scope, name), keys in declares.items():
+        if scope:
+            locals_of.setdefault(name, []).extend(keys)
+
+    def reaches(word: tuple[str, str]) -> list[tuple[str, int]]:
+        path, name = word
+        found = declares.get(("", name), [])
+        if path.endswith(".c"):
+            return found + declares.get((path, name), [])
+        return found + locals_of.get(name, [])  # a header's macro may name any file's static
+
+    live = _walk(live_words, reaches, inside)
     out: dict[str, Dead] = {}
     for (path, start), item in sorted(candidates.items()):
         if (path, start) not in live:
@@ -527,21 +570,21 @@ def _candidates(
                 continue
             if any(_pastes(n, pasted) for n in names):
                 continue
-            candidates[(path, item.start)] = Item(item.start, item.end, item.kind, names)
+            candidates[(path, item.start)] = replace(item, names=names)
     return candidates
 
 
 def _walk(
-    live_words: set[str],
-    declares: Mapping[str, Sequence[tuple[str, int]]],
-    inside: Mapping[tuple[str, int], set[str]],
+    live_words: set[tuple[str, str]],
+    reaches: Callable[[tuple[str, str]], Sequence[tuple[str, int]]],
+    inside: Mapping[tuple[str, int], set[tuple[str, str]]],
 ) -> set[tuple[str, int]]:
-    """The candidates a live word names, and what their words name in turn."""
+    """The candidates a live word (path, name) names, and what their words name in turn."""
     live: set[tuple[str, int]] = set()
     pending = list(live_words)
     seen = set(live_words)
     while pending:
-        for key in declares.get(pending.pop(), ()):
+        for key in reaches(pending.pop()):
             if key in live:
                 continue
             live.add(key)
