@@ -361,3 +361,54 @@ def test_a_static_function_is_not_kept_by_its_namesake_in_another_file(tmp_path:
         shell=True, cwd=tmp_path, capture_output=True, check=False,
     )  # fmt: skip
     assert build.returncode == 0, build.stderr
+
+
+def test_a_macro_body_is_a_use_once_the_macro_is_used_and_else_branches_hold_items() -> None:
+    files = {
+        "api.h": """\
+#define getc_fast(g) ((g)->have ? (g)->next : getc_slow(g))
+#define put_fast(g) put_slow(g)
+#if defined(WANT64)
+#  define seek seek64
+#else
+int seek(int where);
+int other_seek(int where);
+#endif
+#pragma map(tell, "TELL")
+""",
+        "lib.c": """\
+#include "api.h"
+int getc_slow(int g) { return g; }
+int put_slow(int g) { return g; }
+int seek(int where) { return where; }
+int seek64(int where) { return where; }
+int tell(void) { return 0; }
+int other_seek(int where) {
+#if defined(FAST)
+    return where;
+#else
+    int unused_inside;
+    return where + 1;
+#endif
+}
+""",
+        "main.c": '#include "api.h"\nint main(void) { return put_fast(1); }\n',
+    }
+    dead = dead_names(files)
+    # put_fast is used, so its body's put_slow is; getc_fast is not, nor getc_slow; the
+    # prototypes of the #else branch go with their functions; a #pragma names nothing
+    assert dead == {
+        "api.h": ["int seek(int where);", "int other_seek(int where);"],
+        "lib.c": [
+            "int getc_slow(int g) { return g; }",
+            "int seek(int where) { return where; }",
+            "int seek64(int where) { return where; }",
+            "int tell(void) { return 0; }",
+            files["lib.c"][files["lib.c"].index("int other_seek") : files["lib.c"].rindex("}") + 1],
+        ],
+    }
+    files["main.c"] = '#include "api.h"\nint main(void) { return seek(1); }\n'
+    dead = dead_names(files)
+    # seek is used: the macro that may rename it to seek64 makes seek64 used too
+    assert "int seek64(int where) { return where; }" not in dead["lib.c"]
+    assert "int seek(int where);" not in dead["api.h"]

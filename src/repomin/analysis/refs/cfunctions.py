@@ -18,26 +18,36 @@ comments dropped and each literal one token:
   names (``static const config table[10] = {...};`` declares ``table``). ``typedef``s, tags
   and declarations with no name of their own are not items.
 
-Preprocessor lines are not code (a ``#define``'s words are mentions); ``extern "C" {`` is
-transparent. A file whose comment or literal does not end, whose braces or parentheses do
-not balance, or that holds C++ (``::``, ``namespace``, ``template``, ``class``) is left whole,
-and so is a file larger than :data:`MAX_PARSE_BYTES`; their words all count as mentions.
+Preprocessor lines are not code; ``extern "C" {`` is transparent. Brackets are matched on
+the first branch of every ``#if`` (as ctags reads them: zlib opens a brace in both branches of
+an ``#ifdef``); each ``#else``/``#elif`` branch at the top level whose brackets balance is read
+for items on its own (zlib declares ``gzseek`` there when it does not rename it). A file whose
+comment or literal does not end, whose brackets do not balance, or that holds C++ (``::``,
+``namespace``, ``template``, ``class``) is left whole, and so is a file larger than
+:data:`MAX_PARSE_BYTES`; their words all count as mentions.
 
 :func:`dead_items` then finds every item of the editable files no *live* code names: the
-mentions outside any candidate item (preprocessor lines, types, the words of files left
-whole) are live, and so is every item that a live mention names, and everything it mentions
-in turn (a reachability walk, so two functions that only call each other go together).
-Pinned, never cut: ``main``, functions with a ``constructor``/``destructor``/``used``
-attribute, and items whose name a ``##`` paste could form (a fragment pasted in a
-``#define`` occurs in it). Only C and C++ files count as mentions: a linker version script
-that lists every exported function does not keep them (the oracle decides, as always). The
-result under-approximates what can go; every cut is a proposal the oracle decides.
+words outside any candidate item (types, ``#if`` conditions, the words of files left whole)
+are live, and so is every item that a live word names, and everything it mentions in turn (a
+reachability walk, so two functions that only call each other go together). A ``#define``'s
+body is a use once its name is (zlib's ``gzgetc`` macro keeps ``gzgetc_`` only where code
+calls ``gzgetc``); its own name and the macro an ``#ifdef``/``defined`` tests are no use, nor
+are the words of ``#pragma``, ``#error`` and ``#line``, nor a prototype's own name (a kept
+prototype does not keep its function). A ``static`` item of a ``.c`` file (or one declared
+with a macro defined as ``static``, zlib's ``local``) is named only from its own file or a
+header's macro: another file's namesake is another function. Pinned, never cut: ``main``,
+functions with a ``constructor``/``destructor``/``used`` attribute, and items whose name a
+``##`` paste could form (a fragment pasted in a ``#define`` occurs in it). Only C and C++ files
+count: a linker version script that lists every exported function does not keep them (the
+oracle decides, as always). The result under-approximates what can go; every cut is a
+proposal the oracle decides.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -109,6 +119,8 @@ _CXX = frozenset({b"namespace", b"template", b"class", b"::"})
 _ATTRIBUTES = frozenset({b"__attribute__", b"__attribute", b"__declspec", b"__asm__", b"asm"})
 _PINNING_ATTRIBUTES = frozenset({b"constructor", b"destructor", b"used"})
 _TAGS = frozenset({b"struct", b"union", b"enum"})
+#: Directives whose words are no use of a function or variable.
+_SILENT_DIRECTIVES = frozenset({"pragma", "error", "warning", "line", "ident", "sccs"})
 
 _LEX = re.compile(
     rb"""
@@ -126,6 +138,7 @@ _LEX = re.compile(
 _WORD = re.compile(rb"[A-Za-z_\x80-\xff][\w\x80-\xff]*")
 
 Token = tuple[int, bytes]
+Key = tuple[str, int]  # an item: its path and start
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +167,8 @@ class CFile:
     items: tuple[Item, ...]
     pasted: frozenset[str]
     statics: frozenset[str] = frozenset()
+    #: Each ``#define``'s name and the words of its body (offset, word).
+    macros: tuple[tuple[str, tuple[tuple[int, str], ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,16 +195,31 @@ def parse(path_suffix: str, data: bytes) -> CFile:
     lexed = _lex(data)
     if lexed is None:
         return mentions_only(data)
-    code, words, pasted, statics = lexed
+    code = lexed.code
     if any(text in _CXX for _, text in code):
         return mentions_only(data)
     match = _match(code)
     if match is None:
         return mentions_only(data)
     items = _Parser(code, match).items()
-    if items is None:
-        return mentions_only(data)
-    return CFile(tuple(words), tuple(items), frozenset(pasted), frozenset(statics))
+    # An #else branch at the top level whose brackets balance: its items too (one inside a
+    # function's body is that function's).
+    spans = [(item.start, item.end) for item in items]
+    for region in lexed.regions:
+        region_match = _match(region)
+        if region and region_match is not None and not _within(spans, region[0][0]):
+            items += _Parser(region, region_match).items()
+    items.sort(key=lambda item: item.start)
+    macros = tuple((name, tuple(body)) for name, body in lexed.macros)
+    return CFile(
+        tuple(lexed.words), tuple(items), frozenset(lexed.pasted), frozenset(lexed.statics), macros
+    )
+
+
+def _within(spans: Sequence[tuple[int, int]], offset: int) -> bool:
+    """Whether ``offset`` lies inside one of ``spans`` (sorted, disjoint)."""
+    k = bisect.bisect_right([start for start, _ in spans], offset) - 1
+    return k >= 0 and offset < spans[k][1]
 
 
 def mentions_only(data: bytes) -> CFile:
@@ -199,12 +229,9 @@ def mentions_only(data: bytes) -> CFile:
     return CFile(words, (), frozenset())
 
 
-def _lex(
-    data: bytes,
-) -> tuple[list[Token], list[tuple[int, str]], set[str], set[str]] | None:
-    """(code tokens outside preprocessor lines and outside the ``#else``/``#elif`` branches,
-    every word that mentions something with its offset, the words next to a ``##``, the
-    macros defined as ``static``), or None when a comment or literal does not end."""
+def _lex(data: bytes) -> _Lexer | None:
+    """The lexer after reading ``data`` (see :class:`_Lexer`), or None when a comment or
+    literal does not end."""
     lexer = _Lexer()
     for m in _LEX.finditer(data):
         kind, text = m.lastgroup, m.group()
@@ -217,19 +244,26 @@ def _lex(
             return None  # a literal that does not end on its line, or a comment
         lexer.token(m.start(), kind or "", text)
     lexer.end_of_line()
-    return lexer.code, lexer.words, lexer.pasted, lexer.statics
+    return lexer
 
 
 class _Lexer:
-    """The state of :func:`_lex`: whether a line starts, the directive being read (its words
-    so far), the conditional branches open (True: an ``#else``/``#elif`` branch, whose code
-    does not count for the brackets: the first branch alone is read, as ctags does)."""
+    """What :func:`_lex` found: the code tokens outside preprocessor lines and outside the
+    ``#else``/``#elif`` branches (``code``), the words that mention something with their
+    offsets (``words``; a macro's body is kept apart in ``macros``, a use only once the macro
+    is), the words next to a ``##`` (``pasted``) and the macros defined as ``static``; and
+    its state: whether a line starts, the directive being read (its words so far), the
+    conditional branches open (True: an ``#else``/``#elif`` branch, whose code does not count
+    for the brackets: the first branch alone is read, as ctags does)."""
 
     def __init__(self) -> None:
         self.code: list[Token] = []
         self.words: list[tuple[int, str]] = []
         self.pasted: set[str] = set()
         self.statics: set[str] = set()
+        self.macros: list[tuple[str, list[tuple[int, str]]]] = []
+        #: The code of each ``#else``/``#elif`` branch, read on its own for items.
+        self.regions: list[list[Token]] = []
         self.line_start = True
         self.directive: list[str] | None = None
         self.branches: list[bool] = []
@@ -256,8 +290,9 @@ class _Lexer:
             self._word(offset, text.decode("utf-8", "replace"))
         else:
             self.after_paste, self.previous_word = False, ""
-        if self.directive is None and not any(self.branches):
-            self.code.append((offset, b'"' if kind == "literal" else text))
+        if self.directive is None:
+            token = (offset, b'"' if kind == "literal" else text)
+            (self.regions[-1] if any(self.branches) else self.code).append(token)
 
     def _word(self, offset: int, name: str) -> None:
         if self.after_paste:
@@ -271,8 +306,15 @@ class _Lexer:
         if len(directive) == 1:
             self._conditional(name)
             return  # the directive's own name
+        if directive[0] in _SILENT_DIRECTIVES:
+            return  # `#pragma map(inflateSync, "INSY")` (an MVS name) uses nothing
         if len(directive) == 2 and directive[0] in ("define", "undef", "ifdef", "ifndef"):
+            if directive[0] == "define":
+                self.macros.append((name, []))
             return  # the macro a directive defines or tests: not a use
+        if directive[0] == "define" and self.macros:
+            self.macros[-1][1].append((offset, name))  # a use once the macro is used
+            return
         if self.defined:
             self.defined = False
             return
@@ -286,6 +328,8 @@ class _Lexer:
             self.branches.append(False)
         elif name in ("else", "elif", "elifdef", "elifndef") and self.branches:
             self.branches[-1] = True
+            if not any(self.branches[:-1]):
+                self.regions.append([])
         elif name == "endif" and self.branches:
             self.branches.pop()
 
@@ -325,7 +369,7 @@ class _Parser:
         """The byte offset just after token ``k`` (a ``;`` or ``}``)."""
         return self.code[k][0] + len(self.code[k][1])
 
-    def items(self) -> list[Item] | None:
+    def items(self) -> list[Item]:
         code, match = self.code, self.match
         n = len(code)
         transparent: set[int] = set()
@@ -492,17 +536,7 @@ def dead_items(
     names (see the module docstring). The items ``keep`` names (by path and start) are live,
     and so is everything they mention."""
     candidates = _candidates(files, editable, keep)
-    statics = {"static"}.union(*(f.statics for f in files.values()))
-    # Who declares a name: (scope, name), the scope "" for the whole program and a ``.c``
-    # file's path for its ``static`` items (a static function of one file is not the
-    # namesake another file calls).
-    declares: dict[tuple[str, str], list[tuple[str, int]]] = {}
-    names: set[str] = set()
-    for key, item in candidates.items():
-        local = key[0].endswith(".c") and not statics.isdisjoint(item.head)
-        for n in item.names:
-            declares.setdefault((key[0] if local else "", n), []).append(key)
-            names.add(n)
+    scope = _Scope(files, candidates)
     spans = {
         path: sorted((i.end, i.start) for (p, _), i in candidates.items() if p == path)
         for path in files
@@ -516,37 +550,61 @@ def dead_items(
         for offset in item.offsets
     }
     # The words of each candidate, and the words outside every candidate (live from the start).
-    inside: dict[tuple[str, int], set[tuple[str, str]]] = {key: set() for key in candidates}
-    live_words: set[tuple[str, str]] = set()
+    inside: dict[tuple[str, int], set[Word]] = {key: set() for key in candidates}
+    live_words: set[Word] = set()
     for path, parsed in files.items():
         ends = spans[path]
         for offset, name in parsed.words:
-            if name not in names or (path, offset) in own:
+            if not scope.wanted(name) or (path, offset) in own:
                 continue
             owner = _owner(ends, offset)
             if owner is None:
                 live_words.add((path, name))
             else:
                 inside[(path, owner)].add((path, name))
-    locals_of: dict[str, list[tuple[str, int]]] = {}
-    for (scope, name), keys in declares.items():
-        if scope:
-            locals_of.setdefault(name, []).extend(keys)
-
-    def reaches(word: tuple[str, str]) -> list[tuple[str, int]]:
-        path, name = word
-        found = declares.get(("", name), [])
-        if path.endswith(".c"):
-            return found + declares.get((path, name), [])
-        return found + locals_of.get(name, [])  # a header's macro may name any file's static
-
-    live = _walk(live_words, reaches, inside)
+    live = _walk(live_words, scope, inside)
     out: dict[str, Dead] = {}
     for (path, start), item in sorted(candidates.items()):
         if (path, start) not in live:
             previous = out.get(path, Dead(()))
             out[path] = Dead((*previous.members, (item.start, item.end)))
     return out
+
+
+Word = tuple[str, str]  # (the path it is spelled in, the name)
+
+
+class _Scope:
+    """What a word spelled in a file names: the candidates of that name for the whole program,
+    the ``static`` ones of its own ``.c`` file (a static function of one file is not the
+    namesake another file calls; a header's word, a macro's, may name any file's), and the
+    bodies of the macros of that name."""
+
+    def __init__(self, files: Mapping[str, CFile], candidates: Mapping[Key, Item]) -> None:
+        statics = {"static"}.union(*(f.statics for f in files.values()))
+        self.declares: dict[tuple[str, str], list[Key]] = {}
+        self.locals_of: dict[str, list[Key]] = {}
+        for key, item in candidates.items():
+            local = key[0].endswith(".c") and not statics.isdisjoint(item.head)
+            for n in item.names:
+                self.declares.setdefault((key[0] if local else "", n), []).append(key)
+                if local:
+                    self.locals_of.setdefault(n, []).append(key)
+        self.names = {n for _, n in self.declares}
+        self.macros: dict[str, list[Word]] = {}
+        for path, parsed in files.items():
+            for name, body in parsed.macros:
+                self.macros.setdefault(name, []).extend((path, w) for _, w in body)
+
+    def wanted(self, name: str) -> bool:
+        return name in self.names or name in self.macros
+
+    def reaches(self, word: Word) -> list[Key]:
+        path, name = word
+        found = self.declares.get(("", name), [])
+        if path.endswith(".c"):
+            return found + self.declares.get((path, name), [])
+        return found + self.locals_of.get(name, [])
 
 
 def _candidates(
@@ -574,23 +632,26 @@ def _candidates(
     return candidates
 
 
-def _walk(
-    live_words: set[tuple[str, str]],
-    reaches: Callable[[tuple[str, str]], Sequence[tuple[str, int]]],
-    inside: Mapping[tuple[str, int], set[tuple[str, str]]],
-) -> set[tuple[str, int]]:
-    """The candidates a live word (path, name) names, and what their words name in turn."""
-    live: set[tuple[str, int]] = set()
+def _walk(live_words: set[Word], scope: _Scope, inside: Mapping[Key, set[Word]]) -> set[Key]:
+    """The candidates a live word names, and what their words and the bodies of the macros
+    they use name in turn."""
+    live: set[Key] = set()
     pending = list(live_words)
     seen = set(live_words)
+    expanded: set[str] = set()
     while pending:
-        for key in reaches(pending.pop()):
-            if key in live:
-                continue
-            live.add(key)
-            for name in inside[key] - seen:
-                seen.add(name)
-                pending.append(name)
+        word = pending.pop()
+        found: set[Word] = set()
+        for key in scope.reaches(word):
+            if key not in live:
+                live.add(key)
+                found |= inside[key]
+        if word[1] in scope.macros and word[1] not in expanded:
+            expanded.add(word[1])
+            found.update(scope.macros[word[1]])
+        for w in found - seen:
+            seen.add(w)
+            pending.append(w)
     return live
 
 
