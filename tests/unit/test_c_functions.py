@@ -412,3 +412,24 @@ int other_seek(int where) {
     # seek is used: the macro that may rename it to seek64 makes seek64 used too
     assert "int seek64(int where) { return where; }" not in dead["lib.c"]
     assert "int seek(int where);" not in dead["api.h"]
+
+
+def test_names_a_loader_or_another_language_uses_stay() -> None:
+    files = {
+        "ext.c": """\
+static int helper(void) { return 1; }
+int PyInit_fast(void) { return helper(); }
+int Java_org_x_Native_call(void) { return 2; }
+int looked_up(void) { return 3; }
+int from_assembly(void) { return 4; }
+int printed(void) { return 5; }
+int unused(void) { return 6; }
+""",
+        "main.c": "#include <dlfcn.h>\n#include <stdio.h>\n"
+        'int main(void) { puts("printed twice"); return dlsym(0, "looked_up") != 0; }\n',
+        "start.s": "    call from_assembly\n",
+    }
+    # a literal that is one identifier names it; a sentence in a literal does not
+    assert dead_names(files) == {
+        "ext.c": ["int printed(void) { return 5; }", "int unused(void) { return 6; }"]
+    }

@@ -35,12 +35,14 @@ calls ``gzgetc``); its own name and the macro an ``#ifdef``/``defined`` tests ar
 are the words of ``#pragma``, ``#error`` and ``#line``, nor a prototype's own name (a kept
 prototype does not keep its function). A ``static`` item of a ``.c`` file (or one declared
 with a macro defined as ``static``, zlib's ``local``) is named only from its own file or a
-header's macro: another file's namesake is another function. Pinned, never cut: ``main``,
+header's macro: another file's namesake is another function. A string literal that is one
+identifier (``dlsym(h, "name")``) names it. Pinned, never cut: ``main``, the entries a loader
+looks up by name (``PyInit_*``, ``Java_*``, ``JNI_OnLoad``, ``napi_register_module_v*``),
 functions with a ``constructor``/``destructor``/``used`` attribute, and items whose name a
-``##`` paste could form (a fragment pasted in a ``#define`` occurs in it). Only C and C++ files
-count: a linker version script that lists every exported function does not keep them (the
-oracle decides, as always). The result under-approximates what can go; every cut is a
-proposal the oracle decides.
+``##`` paste could form (a fragment pasted in a ``#define`` occurs in it). Only C and C++
+files, assembly and linker scripts count: a linker version script that lists every exported
+function does not keep them (the oracle decides, as always). The result under-approximates
+what can go; every cut is a proposal the oracle decides.
 """
 
 from __future__ import annotations
@@ -58,7 +60,10 @@ MAX_NESTING = 256
 #: The suffixes whose files are parsed; other C/C++ files only mention.
 PARSED_SUFFIXES = (".c", ".h")
 #: C and C++ files: their words are the mentions.
-C_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++", ".inc")
+C_SUFFIXES = (
+    *(".c", ".h", ".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++", ".inc"),
+    *(".s", ".asm", ".ld", ".lds"),  # assembly (``.S`` too) and linker scripts name C symbols
+)
 
 KEYWORDS = frozenset(
     [
@@ -118,6 +123,10 @@ KEYWORDS = frozenset(
 _CXX = frozenset({b"namespace", b"template", b"class", b"::"})
 _ATTRIBUTES = frozenset({b"__attribute__", b"__attribute", b"__declspec", b"__asm__", b"asm"})
 _PINNING_ATTRIBUTES = frozenset({b"constructor", b"destructor", b"used"})
+#: Functions a loader looks up by name: Python's and Node's extension entries, JNI's.
+_LOADED = re.compile(r"PyInit_\w+|Java_\w+|JNI_On(?:Load|Unload)|napi_register_module_v\d+|main")
+#: A literal that is one identifier (``dlsym(h, "name")``) names it.
+_NAME_LITERAL = re.compile(rb'"([A-Za-z_][\w]*)"')
 _TAGS = frozenset({b"struct", b"union", b"enum"})
 #: Directives whose words are no use of a function or variable.
 _SILENT_DIRECTIVES = frozenset({"pragma", "error", "warning", "line", "ident", "sccs"})
@@ -242,6 +251,9 @@ def _lex(data: bytes) -> _Lexer | None:
             continue
         if kind == "other" and (text in (b'"', b"'") or data.startswith(b"/*", m.start())):
             return None  # a literal that does not end on its line, or a comment
+        named = _NAME_LITERAL.fullmatch(text) if kind == "literal" else None
+        if named is not None:
+            lexer.words.append((m.start() + 1, named.group(1).decode()))
         lexer.token(m.start(), kind or "", text)
     lexer.end_of_line()
     return lexer
@@ -444,7 +456,7 @@ class _Parser:
         name = self.text(g - 1).decode("utf-8", "replace")
         if name in KEYWORDS:
             return
-        pinned = name == "main" or any(
+        pinned = _LOADED.fullmatch(name) is not None or any(
             self.text(i) in _PINNING_ATTRIBUTES for i in range(start, brace)
         )
         close = self.match[brace]
