@@ -65,60 +65,13 @@ C_SUFFIXES = (
     *(".s", ".asm", ".ld", ".lds"),  # assembly (``.S`` too) and linker scripts name C symbols
 )
 
+#: C's reserved words and the compilers' spellings of them (never a declared name).
 KEYWORDS = frozenset(
-    [
-        "auto",
-        "break",
-        "case",
-        "char",
-        "const",
-        "continue",
-        "default",
-        "do",
-        "double",
-        "else",
-        "enum",
-        "extern",
-        "float",
-        "for",
-        "goto",
-        "if",
-        "inline",
-        "int",
-        "long",
-        "register",
-        "restrict",
-        "return",
-        "short",
-        "signed",
-        "sizeof",
-        "static",
-        "struct",
-        "switch",
-        "typedef",
-        "union",
-        "unsigned",
-        "void",
-        "volatile",
-        "while",
-        "_Bool",
-        "_Complex",
-        "_Atomic",
-        "_Noreturn",
-        "_Thread_local",
-        "_Alignas",
-        "_Alignof",
-        "_Static_assert",
-        "bool",
-        "__inline",
-        "__inline__",
-        "__restrict",
-        "__restrict__",
-        "__extension__",
-        "__const",
-        "__volatile__",
-        "__signed__",
-    ]
+    """auto break case char const continue default do double else enum extern float for goto
+    if inline int long register restrict return short signed sizeof static struct switch
+    typedef union unsigned void volatile while _Bool _Complex _Atomic _Noreturn
+    _Thread_local _Alignas _Alignof _Static_assert bool __inline __inline__ __restrict
+    __restrict__ __extension__ __const __volatile__ __signed__""".split()  # noqa: SIM905
 )
 _CXX = frozenset({b"namespace", b"template", b"class", b"::"})
 _ATTRIBUTES = frozenset({b"__attribute__", b"__attribute", b"__declspec", b"__asm__", b"asm"})
