@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from repomin.analysis.refs.cfunctions import MAX_NESTING, CFile, dead_items, parse
+from repomin.analysis.refs.cfunctions import MAX_NESTING, MAX_PASTED, CFile, dead_items, parse
 from repomin.analysis.refs.javamembers import without_spans
 from repomin.passes.refs import RefsCut
 from repomin.tree import Tree, materialise
@@ -175,6 +175,18 @@ def test_hostile_sources_stay_bounded() -> None:
     assert len(dead_items({"m.c": parsed})["m.c"].members) == 20000
     assert isinstance(parse(".c", b"\x00\xff" * 1000), CFile)
     assert parse(".c", b'char *s = "never ends;\n').items == ()
+    # thousands of #else branches: each read once, none inside a function counted twice
+    branches = "".join(
+        f"#if A{i}\nint a{i}(void);\n#else\nint b{i}(void);\n#endif\n" for i in range(5000)
+    )
+    assert len(parse(".h", branches.encode()).items) == 10000
+    # a tree pasting more names than the bound: nothing is cut
+    pastes = "".join(f"#define P{i}(x) p{i}_##x\n" for i in range(MAX_PASTED + 1))
+    lib = {
+        "p.h": parse(".h", pastes.encode()),
+        "l.c": parse(".c", b"int lone(void) { return 0; }\n"),
+    }
+    assert dead_items(lib) == {}
 
 
 # -- the pass on a real static library ------------------------------------------------------

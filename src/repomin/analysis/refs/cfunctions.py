@@ -57,6 +57,8 @@ from functools import lru_cache
 MAX_PARSE_BYTES = 2_000_000
 #: Parentheses and brackets nested deeper than this make the file unparsed (left whole).
 MAX_NESTING = 256
+#: More distinct ``##`` fragments than this in a tree and nothing is cut (bounds the check).
+MAX_PASTED = 512
 #: The suffixes whose files are parsed; other C/C++ files only mention.
 PARSED_SUFFIXES = (".c", ".h")
 #: C and C++ files: their words are the mentions.
@@ -167,9 +169,10 @@ def parse(path_suffix: str, data: bytes) -> CFile:
     # An #else branch at the top level whose brackets balance: its items too (one inside a
     # function's body is that function's).
     spans = [(item.start, item.end) for item in items]
+    starts = [start for start, _ in spans]
     for region in lexed.regions:
         region_match = _match(region)
-        if region and region_match is not None and not _within(spans, region[0][0]):
+        if region and region_match is not None and not _within(starts, spans, region[0][0]):
             items += _Parser(region, region_match).items()
     items.sort(key=lambda item: item.start)
     macros = tuple((name, tuple(body)) for name, body in lexed.macros)
@@ -178,9 +181,9 @@ def parse(path_suffix: str, data: bytes) -> CFile:
     )
 
 
-def _within(spans: Sequence[tuple[int, int]], offset: int) -> bool:
-    """Whether ``offset`` lies inside one of ``spans`` (sorted, disjoint)."""
-    k = bisect.bisect_right([start for start, _ in spans], offset) - 1
+def _within(starts: Sequence[int], spans: Sequence[tuple[int, int]], offset: int) -> bool:
+    """Whether ``offset`` lies inside one of ``spans`` (sorted, disjoint; ``starts`` theirs)."""
+    k = bisect.bisect_right(starts, offset) - 1
     return k >= 0 and offset < spans[k][1]
 
 
@@ -581,6 +584,8 @@ def _candidates(
         n for f in files.values() for i in f.items if i.kind == "function" for n in i.names
     }
     pasted = {frag for f in files.values() for frag in f.pasted}
+    if len(pasted) > MAX_PASTED:
+        return {}  # a tree that pastes this many names: any name may be formed
     candidates: dict[tuple[str, int], Item] = {}
     for path, parsed in files.items():
         if editable is not None and path not in editable:
