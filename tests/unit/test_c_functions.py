@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from repomin.analysis.refs.cfunctions import MAX_NESTING, MAX_PASTED, CFile, dead_items, parse
-from repomin.analysis.refs.javamembers import without_spans
+from repomin.analysis.refs.text import without_spans
 from repomin.passes.refs import RefsCut
 from repomin.tree import Tree, materialise
 from tests.unit._pass_harness import PredicateProblem, text_tree

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from repomin.analysis.refs.javamembers import dead_members, parse, without_spans
+from repomin.analysis.refs.javamembers import dead_members, parse
+from repomin.analysis.refs.text import without_spans
 from repomin.passes.refs import RefsCut
 from repomin.tree import Tree, materialise
 from tests.unit._pass_harness import PredicateProblem, text_tree

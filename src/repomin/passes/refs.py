@@ -52,15 +52,10 @@ from typing import Any, ClassVar, Protocol
 
 from repomin.analysis.javastack import failing_frames, stack_cut
 from repomin.analysis.refs import RefGraph, cfunctions
-from repomin.analysis.refs.javamembers import (
-    JavaFile,
-    dead_members,
-    mentions_only,
-    parse,
-    without_spans,
-)
+from repomin.analysis.refs.javamembers import JavaFile, dead_members, mentions_only, parse
 from repomin.analysis.refs.rustcuts import rust_cuts
 from repomin.analysis.refs.rustfocus import first_error_locations, focus_tree
+from repomin.analysis.refs.text import without_spans
 from repomin.search.deletion.ddmin import ddmin_delete
 from repomin.search.deletion.learning import learn_delete
 from repomin.search.problem import Problem

@@ -30,7 +30,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -712,25 +712,6 @@ def _merge(
     return out
 
 
-def without_spans(data: bytes, spans: Iterable[tuple[int, int]]) -> bytes:
-    """``data`` with ``spans`` deleted, each with the blank rest of its lines (a member on its
-    own lines leaves no empty line behind)."""
-    out = bytearray()
-    at = 0
-    for start, end in sorted(spans):
-        line_start = data.rfind(b"\n", 0, start) + 1
-        if not data[line_start:start].strip():
-            start = line_start
-        line_end = data.find(b"\n", end)
-        if line_end >= 0 and not data[end:line_end].strip():
-            end = line_end + 1
-        start = max(start, at)
-        out += data[at:start]
-        at = max(at, end)
-    out += data[at:]
-    return bytes(out)
-
-
 __all__ = [
     "Body",
     "Dead",
@@ -740,5 +721,4 @@ __all__ = [
     "dead_members",
     "mentions_only",
     "parse",
-    "without_spans",
 ]

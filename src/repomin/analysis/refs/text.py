@@ -104,3 +104,22 @@ def resolve_token(token: str, base: str, files: Set[str]) -> set[str]:
 def under(directory: str, files: Iterable[str]) -> list[str]:
     prefix = directory + "/" if directory else ""
     return [f for f in files if f.startswith(prefix)]
+
+
+def without_spans(data: bytes, spans: Iterable[tuple[int, int]]) -> bytes:
+    """``data`` with ``spans`` deleted, each with the blank rest of its lines (a member on its
+    own lines leaves no empty line behind)."""
+    out = bytearray()
+    at = 0
+    for start, end in sorted(spans):
+        line_start = data.rfind(b"\n", 0, start) + 1
+        if not data[line_start:start].strip():
+            start = line_start
+        line_end = data.find(b"\n", end)
+        if line_end >= 0 and not data[end:line_end].strip():
+            end = line_end + 1
+        start = max(start, at)
+        out += data[at:start]
+        at = max(at, end)
+    out += data[at:]
+    return bytes(out)
