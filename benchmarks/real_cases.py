@@ -13,6 +13,7 @@ at import, in their own tests, and one flaky through hash randomisation), :mod:`
 flaky by the hash seed), :mod:`real_npm`
 (projects with their whole ``node_modules``), :mod:`real_java` (Debian's Java sources compiled
 whole by ``javac``), :mod:`real_c` (Debian's C sources built with their own make/configure),
+:mod:`real_cpp` (a header-only C++ library's examples built by CMake with ``-Werror``),
 :mod:`real_ts` (``tsc`` from npm) and :mod:`real_rust` (a crate of Debian's packaged Rust crates,
 built offline by ``cargo``). :func:`real_cases` collects them; ``sdist-tornado-4.5.3``
 stays in :mod:`cases`, and :func:`suite` is every real case, tornado included.
@@ -31,6 +32,7 @@ from pathlib import Path
 
 from cases import Case, CaseUnavailable, sdist_case
 from real_c import CJSON, DRIVE_C, ZLIB, build_cjson, c_cases
+from real_cpp import cpp_cases
 from real_fetch import apt_env, debian_orig, extract, run_client
 from real_java import CODEC, COMMONS_IO, DRIVER_JAVA, LANG3, java_cases
 from real_npm import APP_JS, NPM_BEFORE, NPM_PACKAGES, build_npm, npm_cases, npm_tree
@@ -74,6 +76,7 @@ def real_cases(cache: Path) -> list[Case]:
         *python_cases(real),
         *pytest_cases(real),
         *c_cases(real),
+        *cpp_cases(real),
         *java_cases(real),
         *ts_cases(real),
         *rust_cases(real),
