@@ -34,8 +34,9 @@ not proposed again until the lists change.
 
 Then, for C (:mod:`repomin.analysis.refs.cfunctions`), the same member cut one level below the
 include graph: every function, prototype and file-scope variable of the ``.c``/``.h`` files
-that no live code names (a walk from ``main``, the preprocessor's macro bodies and the files
-left whole), as one candidate, split the same way when rejected; the file cut follows.
+that no live code names (a walk from ``main``, types, ``#if`` conditions and the files left
+whole, through the bodies of the macros it meets), as one candidate, split the same way when
+rejected; the file cut follows.
 
 The pass object lives for the whole reduction: it runs again in every round and proposes again
 whenever the unreachable set of the current tree differs from the one it last worked on (a
