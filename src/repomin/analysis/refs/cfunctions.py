@@ -243,7 +243,7 @@ class _Lexer:
         d = self.directive
         if d is not None and len(d) == 3 and d[0] == "define" and d[2] == "static":
             self.statics.add(d[1])
-        self.line_start, self.directive = True, None
+        self.line_start, self.directive, self.defined = True, None, False
 
     def token(self, offset: int, kind: str, text: bytes) -> None:
         if self.line_start and text == b"#":
@@ -503,19 +503,24 @@ def dead_items(
     """Per path of ``editable`` (default: every path), the spans of the items no live code
     names (see the module docstring). The items ``keep`` names (by path and start) are live,
     and so is everything they mention."""
-    candidates = _candidates(files, editable, keep)
-    scope = _Scope(files, candidates)
-    spans = {
-        path: sorted((i.end, i.start) for (p, _), i in candidates.items() if p == path)
-        for path in files
+    functions = {
+        n for f in files.values() for i in f.items if i.kind == "function" for n in i.names
     }
+    candidates = _candidates(files, editable, keep, functions)
+    scope = _Scope(files, candidates)
+    spans: dict[str, list[tuple[int, int]]] = {path: [] for path in files}
+    for (path, _), item in candidates.items():
+        spans[path].append((item.end, item.start))
+    for ends in spans.values():
+        ends.sort()
     # A prototype's own names are no use of them (a kept prototype does not keep a function).
     own = {
         (path, offset)
         for path, parsed in files.items()
         for item in parsed.items
         if item.kind == "prototype"
-        for offset in item.offsets
+        for name, offset in zip(item.names, item.offsets, strict=True)
+        if name in functions
     }
     # The words of each candidate, and the words outside every candidate (live from the start).
     inside: dict[tuple[str, int], set[Word]] = {key: set() for key in candidates}
@@ -531,12 +536,11 @@ def dead_items(
             else:
                 inside[(path, owner)].add((path, name))
     live = _walk(live_words, scope, inside)
-    out: dict[str, Dead] = {}
+    gone: dict[str, list[tuple[int, int]]] = {}
     for (path, start), item in sorted(candidates.items()):
         if (path, start) not in live:
-            previous = out.get(path, Dead(()))
-            out[path] = Dead((*previous.members, (item.start, item.end)))
-    return out
+            gone.setdefault(path, []).append((item.start, item.end))
+    return {path: Dead(tuple(members)) for path, members in gone.items()}
 
 
 Word = tuple[str, str]  # (the path it is spelled in, the name)
@@ -576,13 +580,13 @@ class _Scope:
 
 
 def _candidates(
-    files: Mapping[str, CFile], editable: Collection[str] | None, keep: Collection[tuple[str, int]]
+    files: Mapping[str, CFile],
+    editable: Collection[str] | None,
+    keep: Collection[tuple[str, int]],
+    functions: Collection[str],
 ) -> dict[tuple[str, int], Item]:
     """The items that may go, by (path, start), each with the names it declares: a
-    prototype's are the tree's functions among its words."""
-    functions = {
-        n for f in files.values() for i in f.items if i.kind == "function" for n in i.names
-    }
+    prototype's are the tree's ``functions`` among its words."""
     pasted = {frag for f in files.values() for frag in f.pasted}
     if len(pasted) > MAX_PASTED:
         return {}  # a tree that pastes this many names: any name may be formed
