@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import repomin.passes.lines as lines_module
+import repomin.search.deletion.lockstep as lockstep
 from repomin.passes.lines import DeleteLines
 from repomin.search.problem import Batch, Problem
 from repomin.tree import Tree
@@ -101,7 +101,7 @@ def needs(wanted: set[tuple[str, bytes]]) -> Callable[[Tree], bool]:
 
 
 def per_file(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lines_module, "ACROSS_FILES", 10**9)
+    monkeypatch.setattr(lockstep, "ACROSS", 10**9)
 
 
 WANTED = {("f0.txt", b"0-7\n"), ("f2.txt", b"2-1\n"), ("f2.txt", b"2-2\n"), ("f4.txt", b"4-0\n")}
@@ -134,8 +134,8 @@ def test_across_files_uses_fewer_rounds_than_file_by_file(monkeypatch: pytest.Mo
 
 
 def test_one_slot_keeps_the_per_file_search() -> None:
-    """Width 1 (and widths below ACROSS_FILES) search file by file: every tree asked edits one
-    file; at ACROSS_FILES slots some tree edits several."""
+    """Width 1 (and widths below lockstep.ACROSS) search file by file: every tree asked edits
+    one file; at ACROSS slots some tree edits several."""
 
     def most_files_edited(width: int) -> int:
         tree = text_tree(files(SIZES))
@@ -147,8 +147,8 @@ def test_one_slot_keeps_the_per_file_search() -> None:
             for base, asked in problem.asked
         )
 
-    assert most_files_edited(1) == most_files_edited(lines_module.ACROSS_FILES - 1) == 1
-    assert most_files_edited(lines_module.ACROSS_FILES) > 1
+    assert most_files_edited(1) == most_files_edited(lockstep.ACROSS - 1) == 1
+    assert most_files_edited(lockstep.ACROSS) > 1
 
 
 def test_across_files_the_syntax_guard_stays_per_file() -> None:

@@ -343,7 +343,7 @@ class _Noted(PredicateProblem):
 def _read_everything(unused: int) -> tuple[Tree, TraceResult]:
     """A "test suite" that reads every file: the trace names all of them, main first; only
     main.txt and deep.txt are needed."""
-    from repomin.passes.files import FLAT_LIMIT
+    from repomin.search.deletion.paths import FLAT_LIMIT
 
     assert unused + 2 > FLAT_LIMIT  # a large tree: the head start's case
     files = {"main.txt": "load deep.txt\n", "deep.txt": "BUG\n"}

@@ -157,3 +157,30 @@ def test_nothing_probes_a_problems_type() -> None:
     found by ``isinstance``."""
     files = sorted((SRC / "search").rglob("*.py")) + sorted((SRC / "passes").rglob("*.py"))
     assert [p for f in files for p in _probes(f)] == []
+
+
+WIDTHS = {"batch_width", "chain_width", "try_batch"}
+
+
+def _width_reads(path: Path) -> list[str]:
+    """Where a module reads how many candidates the search decides at once."""
+    tree = ast.parse(path.read_text(), str(path))
+    return [
+        f"{path.name}:{node.lineno}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr in WIDTHS
+    ]
+
+
+def test_the_width_finder_finds_one(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("def run(self, problem):\n    return problem.batch_width > 1\n")
+    assert _width_reads(module) == ["m.py:2"]
+
+
+def test_no_pass_knows_the_width() -> None:
+    """How many candidates run at once is the search layer's: a pass proposes (through
+    ``try_first`` or a deletion search of ``search/deletion/``) and never reads a width or
+    hands a batch itself, so every pass runs at whatever width the decider chooses."""
+    files = sorted((SRC / "passes").rglob("*.py"))
+    assert [p for f in files for p in _width_reads(f)] == []

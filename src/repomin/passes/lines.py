@@ -6,13 +6,11 @@ in a Python or JSON file that currently parses, a candidate that does not parse 
 (it becomes a no-op and costs no run). With ``--jobs``, a search that a folded candidate cut
 short (the file is not what it searched any more) starts again on the new content.
 
-With one slot the files are searched one after another, each by its own search. With
-:data:`ACROSS_FILES` or more batch slots (``--jobs`` with a deterministic command) the files'
-searches run in lockstep (``search.deletion.lockstep``): every round's batch takes candidates
-from every file that has work, so the slots are filled across files instead of working through a
-few lines of one file at a time, round after round. Each file keeps its own search (its own
-density), its priors, its syntax guard and its re-mapping after a fold; a file whose search
-was cut short is searched again on its new content.
+The files' searches go to the search layer together (``search.deletion.lockstep``), which
+decides how they share the slots: with batch slots every round's batch takes candidates from
+every file that has work, each file keeping its own search (its own density), its priors, its
+syntax guard and its re-mapping after a fold; otherwise the files are searched one after
+another. A file whose search was cut short is searched again on its new content.
 """
 
 from __future__ import annotations
@@ -21,17 +19,14 @@ import hashlib
 from collections.abc import Sequence
 from typing import ClassVar
 
-from repomin.passes.textedit import Guard, propose, syntax_guard, text_files
-from repomin.search.deletion.learning import SURVIVOR_PRIOR, learn_delete
+from repomin.passes.textedit import Guard, syntax_guard, text_files
+from repomin.search.deletion.learning import SURVIVOR_PRIOR
 from repomin.search.deletion.lockstep import learn_together
 from repomin.search.problem import Problem
 from repomin.tree import Entry, Tree
 
 #: A search cut short by a folded candidate starts again on the new content at most this often.
 RESTARTS = 3
-
-#: With at least this many batch slots, the files' searches run in lockstep.
-ACROSS_FILES = 2
 
 
 class DeleteLines:
@@ -43,54 +38,18 @@ class DeleteLines:
 
     def run(self, problem: Problem) -> None:
         paths = text_files(problem)
-        wide = problem.batch_width >= ACROSS_FILES
-        if wide and len(paths) > 1:
-            for _ in range(RESTARTS + 1):  # again for the files a folded candidate cut short
-                paths = self._search_files(problem, [p for p in paths if p in problem.current])
-                if not paths:
-                    break
-            return
-        for path in paths:
-            for _ in range(RESTARTS + 1):
-                if path not in problem.current or not self._search(problem, path):
-                    break
-
-    def _search(self, problem: Problem, path: str) -> bool:
-        """One learning search over the lines of ``path``; True when it was cut short because
-        another candidate was folded into the file (``--jobs``): the caller searches again."""
-        data = problem.current[path].data
-        guard = syntax_guard(path, data)
-        numbered = list(enumerate(data.splitlines(keepends=True)))
-
-        def build(remaining: Sequence[tuple[int, bytes]]) -> Tree:
-            return propose(problem, path, b"".join(line for _, line in remaining), guard)
-
-        def describe(chunk: Sequence[tuple[int, bytes]]) -> str:
-            return f"delete {where(sorted(i + 1 for i, _ in chunk))} of {path}"
-
-        priors = self._priors(path, [line for _, line in numbered])
-        cut_short = False
-
-        def sync(kept: Sequence[tuple[int, bytes]]) -> list[bool] | None:
-            nonlocal cut_short
-            entry = problem.current.entries.get(path)
-            mask = None if entry is None else still_there([line for _, line in kept], entry.data)
-            cut_short = entry is not None and mask is None
-            return mask  # None: another edit was folded into this file
-
-        kept = learn_delete(problem, self.name, numbered, build, describe, priors, sync=sync)
-        if not cut_short:  # survivors of a search cut short were not all tested
-            self.survived.update((path, line) for _, line in kept)
-        return cut_short
+        for _ in range(RESTARTS + 1):  # again for the files a folded candidate cut short
+            paths = self._search_files(problem, [p for p in paths if p in problem.current])
+            if not paths:
+                break
 
     def _priors(self, path: str, lines: Sequence[bytes]) -> list[float]:
         base = 1.0 / max(1, len(lines))
         return [SURVIVOR_PRIOR if (path, line) in self.survived else base for line in lines]
 
     def _search_files(self, problem: Problem, paths: Sequence[str]) -> list[str]:
-        """The searches of every file of ``paths`` in lockstep (``search.deletion.lockstep``:
-        one batch fills the slots across files); returns the files whose search a folded
-        candidate cut short (the caller searches them again)."""
+        """The searches of every file of ``paths`` (``search.deletion.lockstep``); returns the
+        files whose search a folded candidate cut short (the caller searches them again)."""
         start = problem.current
         guards = [syntax_guard(path, start[path].data) for path in paths]
         members: list[tuple[list[tuple[int, bytes]], list[float]]] = []

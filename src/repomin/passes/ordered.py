@@ -7,10 +7,10 @@ need, another re-traced cut follows, and so on. Polishing leaves first (the larg
 as the content passes do on their own) spends runs on files a later cut deletes whole.
 
 So, per round -- after the ``files`` pass: in full when the tree has at most
-``files.FLAT_LIMIT`` files (its flat search is cheap there, and a build that reads every file
-gives no load order), on a short leash when it has more (:meth:`TraceOrder.head_start`) -- for
-each text file in first-open order of the latest usable trace (the files the trace never named
-follow, largest first):
+``search.deletion.paths.FLAT_LIMIT`` files (its flat search is cheap there, and a build that
+reads every file gives no load order), on a short leash when it has more
+(:meth:`TraceOrder.head_start`) -- for each text file in first-open order of the latest usable
+trace (the files the trace never named follow, largest first):
 
 1. propose deleting the file (one candidate; with ``--jobs`` the content passes' candidates
    follow in the next calls),
@@ -41,8 +41,8 @@ from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from repomin.passes.cuts import follow, scheduled_cuts
-from repomin.passes.files import FLAT_LIMIT
 from repomin.passes.hints import SearchHints
+from repomin.search.deletion.paths import FLAT_LIMIT
 from repomin.search.problem import Lookahead, Pass, Problem
 from repomin.search.view import OverBudget, View, focus
 from repomin.tree import Entry, Tree

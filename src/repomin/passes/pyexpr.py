@@ -21,9 +21,9 @@ after every accepted one:
    gets them on its header's line (``def f():\\n    return x`` -> ``def f(): return x``); all
    such joins of the file first as one candidate, then one by one.
 
-With batch slots (``--jobs`` and a deterministic command) the files' candidates go out in one
-stream, file after file (the order one slot proposes in), so a file's last candidate does not
-leave the other slots idle. Every candidate passes the syntax guard (it must compile). Each
+The files' candidates go out in one stream, file after file (re-parsed after every accepted
+one), so whatever the search keeps in flight beside a file's last candidate is the next file's
+first. Every candidate passes the syntax guard (it must compile). Each
 file content is swept once: a later round skips a file this pass already left unchanged, as
 ``tokens`` does. Nodes inside f-strings are never edited. The driver runs it only when the
 other passes stall (it is in :data:`repomin.passes.STALL_ONLY`, before ``tokens``).
@@ -265,25 +265,13 @@ class PythonExpressions:
 
     def run(self, problem: Problem) -> None:
         files = text_files(problem, lambda p, d: len(d) <= MAX_BYTES and is_python(p, d))
-        if problem.batch_width > 1:  # several at once: every open file's candidates in one call
-            self._chained(problem, list(reversed(files)))
-            return
-        for path in reversed(files):
-            while path in problem.current:
-                data = problem.current[path].data
-                key = (path, hashlib.sha256(data).hexdigest())
-                if key in self._done or not compiles(data, path):
-                    break
-                module = parse(data)
-                if module is None or not self._step(problem, path, data, module):
-                    self._done.add(key)
-                    break
+        self._stream(problem, list(reversed(files)))
 
-    def _chained(self, problem: Problem, files: list[str]) -> None:
-        """With batch slots: the open files' candidates in one ``try_first`` call, file after
-        file, so the slot a file's last candidate leaves idle runs the next file's first. The
-        files before the accepted candidate's are done (all of theirs were rejected); the
-        next call starts with that file, re-parsed -- the order one slot proposes in."""
+    def _stream(self, problem: Problem, files: list[str]) -> None:
+        """The open files' candidates in one ``try_first`` call, file after file. The files
+        before the accepted candidate's are done (all of theirs were rejected); the next call
+        starts with that file, re-parsed: the order of a file-by-file sweep, with nothing
+        between one file's last candidate and the next file's first."""
         while True:
             open_: list[tuple[str, bytes, ast.Module, tuple[str, str]]] = []
             for path in files:
@@ -316,11 +304,6 @@ class PythonExpressions:
                 self._done.add(key)
             if won is None:
                 return
-
-    def _step(self, problem: Problem, path: str, data: bytes, module: ast.Module) -> bool:
-        """Propose this content's edits; True when one was accepted."""
-        won = problem.try_first(self.name, self._candidates(problem, path, data, module))
-        return won is not None
 
     def _candidates(
         self, problem: Problem, path: str, data: bytes, module: ast.Module

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Generic, TypeVar
 
-from repomin.search.deletion.learning import Search
+from repomin.search.deletion.learning import Search, learn_delete
 from repomin.search.deletion.split import Part
 from repomin.search.problem import Batch, Combine, Problem, Speculate
 from repomin.tree import Tree
@@ -37,6 +37,10 @@ U = TypeVar("U")
 Build = Callable[[Sequence[Sequence[U] | None]], Tree]
 #: (member, part) pairs of one planned batch, in proposal order.
 Plan = list[tuple[int, Part]]
+
+#: With at least this many batch slots (and more than one member) the members' searches run
+#: in lockstep; with fewer, one after another, each a whole ``learn_delete`` (its chains).
+ACROSS = 2
 
 
 class Lockstep(Generic[U]):
@@ -152,10 +156,13 @@ def learn_together(
     survivors)``, after every acceptance, says which of member ``k``'s survivors are still in
     the new incumbent, or None when it no longer matches (that member stops: cut short).
     Returns each member's survivors (1-minimal against its final version), or None for a
-    member that was cut short. Without batch slots the members run one after another.
+    member that was cut short. Below :data:`ACROSS` batch slots, or with one member, the
+    members run one after another (:func:`one_by_one`).
     """
-    state: Lockstep[U] = Lockstep(members, build, version)
     width = max(1, problem.batch_width)
+    if width < ACROSS or len(members) < 2:
+        return one_by_one(problem, phase, members, build, describe, sync)
+    state: Lockstep[U] = Lockstep(members, build, version)
     narrow = False
 
     def ahead_of(batch: Plan, trees: Sequence[Tree], before: Tree) -> Speculate:
@@ -189,7 +196,7 @@ def learn_together(
 
     while True:
         before = problem.current
-        batch = state.plan(state.searches, width - 1 if narrow and width > 1 else width, before)
+        batch = state.plan(state.searches, width - 1 if narrow else width, before)
         narrow = False
         if not batch:
             break
@@ -198,12 +205,9 @@ def learn_together(
             (t, describe(k, [state.searches[k].units[i] for i in part.units]))
             for t, (k, part) in zip(trees, batch, strict=True)
         ]
-        if width > 1:
-            outcomes = problem.try_batch(
-                phase, Batch(candidates, ahead_of(batch, trees, before), combine_of(batch))
-            )
-        else:
-            outcomes = [problem.try_first(phase, candidates[:1]) == 0]
+        outcomes = problem.try_batch(
+            phase, Batch(candidates, ahead_of(batch, trees, before), combine_of(batch))
+        )
         narrow = narrow and sum(1 for ok in outcomes if ok) > 1  # the check accepted
         state.learn(state.searches, batch, outcomes, trees, before, problem.current)
         if any(outcomes):
@@ -212,3 +216,34 @@ def learn_together(
         None if k in state.cut else [s.units[i] for i in s.order]
         for k, s in enumerate(state.searches)
     ]
+
+
+def one_by_one(
+    problem: Problem,
+    phase: str,
+    members: Sequence[tuple[Sequence[U], Sequence[float]]],
+    build: Build[U],
+    describe: Callable[[int, Sequence[U]], str],
+    sync: Callable[[int, Sequence[U]], Sequence[bool] | None],
+) -> list[list[U] | None]:
+    """``learn_together``'s answer with the members searched one after another, each by its
+    own ``learn_delete`` (which chains what it would propose next into idle sample slots)."""
+    results: list[list[U] | None] = []
+    for k, (units, priors) in enumerate(members):
+        cut = False
+
+        def own(remaining: Sequence[U], k: int = k) -> Tree:
+            return build([remaining if j == k else None for j in range(len(members))])
+
+        def said(chunk: Sequence[U], k: int = k) -> str:
+            return describe(k, chunk)
+
+        def still(kept: Sequence[U], k: int = k) -> Sequence[bool] | None:
+            nonlocal cut
+            mask = sync(k, kept)
+            cut = mask is None
+            return mask
+
+        kept = learn_delete(problem, phase, units, own, said, priors, sync=still)
+        results.append(None if cut else kept)
+    return results
