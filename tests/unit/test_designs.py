@@ -57,6 +57,30 @@ def test_each_mode_has_its_design_and_widths(
     assert (design.sample_width(6), design.batch_width(6), design.chain_width(6)) == widths
 
 
+@pytest.mark.parametrize(
+    ("mode", "passes", "duties"),
+    [
+        (Sampling.AUTO, 20, (True, True, False)),
+        (Sampling.SINGLE, 12, (True, True, False)),
+        (Sampling.AUTO, 12, (False, False, True)),
+        (Sampling.FAST, 12, (False, False, True)),
+        (Sampling.STRICT, 12, (False, False, True)),
+    ],
+)
+def test_each_design_says_what_the_search_does_around_it(
+    mode: Sampling, passes: int, duties: tuple[bool, bool, bool]
+) -> None:
+    """(re-run the incumbent now and then, start the final runs early, re-test rejections at
+    the fixpoint): the first two where one run decides, the last where a rejection of a flaky
+    failure is evidence, not proof."""
+    design = design_of(_policy(mode, passes), _never_spent)
+    assert (
+        design.checks_incumbent(),
+        design.prefetches_final(),
+        design.retests_rejections(),
+    ) == duties
+
+
 @pytest.mark.parametrize(("jobs", "batch"), [(1, 1), (2, 1), (3, 1), (4, 4), (16, 16)])
 def test_sequential_designs_batch_from_four_slots(jobs: int, batch: int) -> None:
     design = design_of(_policy(Sampling.FAST), _never_spent)

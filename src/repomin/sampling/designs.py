@@ -131,6 +131,21 @@ class CandidateDesign(Protocol):
         Otherwise each takes one slot for its one run."""
         ...
 
+    def checks_incumbent(self) -> bool:
+        """Is the incumbent run again every few acceptances (``--incumbent-check-every``)? A
+        single run that accepted may have been a chance the next run does not repeat."""
+        ...
+
+    def prefetches_final(self) -> bool:
+        """May slots a settled round leaves idle start the payload's final runs early
+        (``search/prefetch.py``)? Only where a candidate takes one slot for one run."""
+        ...
+
+    def retests_rejections(self) -> bool:
+        """At the fixpoint, is every rejected tree tested once more? Where a rejection is
+        evidence, not proof (a flaky failure may be missed by a test of a good candidate)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class SingleRun:
@@ -154,6 +169,15 @@ class SingleRun:
     def lanes(self) -> bool:
         return False
 
+    def checks_incumbent(self) -> bool:
+        return True
+
+    def prefetches_final(self) -> bool:
+        return True
+
+    def retests_rejections(self) -> bool:
+        return False
+
 
 class _Sequential:
     """The widths of a sequential test: a candidate's samples in parallel, through lanes;
@@ -173,6 +197,12 @@ class _Sequential:
     def lanes(self) -> bool:
         return True
 
+    def checks_incumbent(self) -> bool:
+        return False
+
+    def prefetches_final(self) -> bool:
+        return False
+
 
 @dataclass(frozen=True, slots=True)
 class PerCandidate(_Sequential):
@@ -182,6 +212,9 @@ class PerCandidate(_Sequential):
 
     def decide(self, samples: Samples[bool]) -> Verdict:
         return per_candidate_test(samples, self.policy)
+
+    def retests_rejections(self) -> bool:
+        return self.policy.flaky
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +226,9 @@ class Screened(_Sequential):
 
     def decide(self, samples: Samples[bool]) -> Verdict:
         return screened_test(samples, self.policy, self.spend)
+
+    def retests_rejections(self) -> bool:
+        return self.policy.flaky
 
 
 def design_of(policy: SamplingPolicy, spend: Spend) -> CandidateDesign:

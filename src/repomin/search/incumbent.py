@@ -85,7 +85,8 @@ class Incumbent:
             self._on_accept(Mutation(phase, description, tree, verdict))
         self._oracle.adopted(tree, verdict, phase)  # rate evidence and re-checks (flaky)
         every = self._oracle.config.incumbent_check_every
-        if self._oracle.policy.single and every and self._ledger.accepted % every == 0:
+        due = bool(every) and self._ledger.accepted % every == 0
+        if due and self._oracle.design().checks_incumbent():
             self._check(phase)
 
     def _check(self, phase: str) -> None:

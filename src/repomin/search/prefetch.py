@@ -63,7 +63,7 @@ class FinalPrefetch:
     def offer(self, tree: Tree, phase: str, spare: int) -> None:
         """A batch of ``phase`` leaves ``spare`` slots idle while ``tree`` is the incumbent."""
         runs = self._planned()
-        if runs <= 0 or spare < runs or not self._oracle.policy.single:
+        if runs <= 0 or spare < runs or not self._oracle.design().prefetches_final():
             return
         pending = _Pending(tree.digest, runs, phase, running=runs)
         with self._lock:

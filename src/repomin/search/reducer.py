@@ -213,7 +213,7 @@ def _retest_rejected(reduction: Reduction, phase: str) -> bool:
     """A flaky oracle can reject a good candidate: at its fixpoint (where the tree is small and
     candidates are few) every rejected tree gets one more test, once. False: a fixpoint."""
     oracle = reduction.oracle
-    if oracle.cache.retesting or not oracle.policy.flaky:
+    if oracle.cache.retesting or not oracle.design().retests_rejections():
         return False
     oracle.start_retesting()
     message = "fixpoint under a flaky oracle: re-testing rejected candidates once"
