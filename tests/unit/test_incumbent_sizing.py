@@ -13,6 +13,8 @@ import contextlib
 import json
 import math
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -217,3 +219,43 @@ def test_a_killed_reduction_resumes_with_the_persisted_rate_evidence(
     result = execute(ReduceOptions(**{**fields, "resume": True}), runner_factory=lambda _: runner)
     assert seen == [persisted]
     assert result.exit_code in (0, 1)
+
+
+class _Concurrency(FakeRunner):
+    """Counts the samples running at once."""
+
+    def __init__(self, rate: float) -> None:
+        super().__init__(lambda t: True, rate=rate, seed=7)
+        self.lock, self.now, self.peak = threading.Lock(), 0, 0
+
+    def run(self, tree, request):  # type: ignore[no-untyped-def]
+        with self.lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+        time.sleep(0.05)
+        try:
+            return super().run(tree, request)
+        finally:
+            with self.lock:
+                self.now -= 1
+
+
+@pytest.mark.parametrize("rate", [1.0, 0.0])
+def test_re_checks_run_at_once_from_batch_width_and_leave_the_same_evidence(rate: float) -> None:
+    """From 4 slots a new incumbent's re-checks run as one wave (at most five); they are read
+    in the order they were started with the one-at-a-time rule, so the evidence is what one
+    slot leaves (straight passes until the screen is one run; a failure stops it), and every
+    run made is counted as a re-check."""
+    evidence = {}
+    for jobs in (1, 8):
+        runner = _Concurrency(rate)
+        oracle = fake_oracle(runner, SamplingConfig(mode="fast"), use_cache=False, jobs=jobs)
+        oracle.restore(_learn(mode="fast"), None)
+        oracle.adopted(_tree("incumbent"), Verdict(True, 1, 1, oracle.policy.mode), "files")
+        rate_now = oracle.policy.rate
+        assert rate_now is not None
+        evidence[jobs] = (rate_now.recent, oracle.incumbent_checks, runner.peak)
+    one, wide = evidence[1], evidence[8]
+    assert wide[0] == one[0]  # the same evidence
+    assert one[2] == 1 and wide[2] == 5  # one at a time, then one wave of five
+    assert one[1] == (4 if rate else 1) and wide[1] == 5

@@ -243,3 +243,62 @@ def test_a_flaky_plan_with_too_few_runs_breaks_the_plan_rule() -> None:
     )
     assert check_user_shell(report) == []
     assert planned > 3
+
+
+def test_a_flaky_check_stops_at_its_first_reproduction(tmp_path: Path) -> None:
+    """One run in one directory misses (it leaves a marker), the next reproduces: of 12
+    planned runs with 1 required, the check passes after 2 and makes no more."""
+    command = "if [ -e marker ]; then echo BUG >&2; exit 1; fi; : > marker; exit 0"
+    check = check_in_user_shell(
+        _tree(),
+        command,
+        reproduces=lambda o: b"BUG" in o.stderr,
+        planned=(12, 1),
+        env=dict(os.environ),
+        timeout=10.0,
+    )
+    assert (check.status, check.planned_runs, check.runs, check.reproduced) == (
+        "reproduced",
+        12,
+        2,
+        1,
+    )
+    assert check.outcomes == ("did not reproduce (exit 0)", "reproduced")
+
+
+def test_a_failing_check_makes_every_planned_run(tmp_path: Path) -> None:
+    check = check_in_user_shell(
+        _tree(),
+        "exit 0",
+        reproduces=lambda o: o.exit_code == 1,
+        planned=(4, 1),
+        env=dict(os.environ),
+        timeout=10.0,
+    )
+    assert (check.status, check.runs, check.reproduced) == ("not_reproduced", 4, 0)
+
+
+def _flaky_record(outcomes: list[str], planned: int) -> dict[str, Any]:
+    report = _report(
+        required=1,
+        reproduced=outcomes.count("reproduced"),
+        runs=len(outcomes),
+        outcomes=outcomes,
+        status="reproduced",
+        reason="",
+        differences=[],
+    )
+    report["execution"]["final_passes"] = 10
+    report["user_shell"]["planned_runs"] = planned
+    return report
+
+
+def test_the_validator_takes_a_check_stopped_at_the_run_that_passed_it() -> None:
+    planned, _ = plan(3, 10, 20, 0.95)
+    miss = "did not reproduce (exit 0)"
+    assert check_user_shell(_flaky_record([miss, "reproduced"], planned)) == []
+    assert check_user_shell(_flaky_record(["reproduced"] * planned, planned)) == []
+    # stopped after a miss (not decided), or ran on past the reproduction and stopped
+    for outcomes in ([miss, "reproduced", miss], ["reproduced", "reproduced"]):
+        problems = check_user_shell(_flaky_record(outcomes, planned))
+        assert [p.rule for p in problems] == ["user_shell.status"]

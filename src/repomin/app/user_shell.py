@@ -28,7 +28,9 @@ The decision (:func:`decide`):
   final runs' rate at the run confidence and α = :data:`SHELL_ALPHA` (n at most
   :data:`MAX_FLAKY_RUNS`): at a rate of at least ``L``, ``P(no run of n reproduces) <= α``, so
   a flaky failure that behaves in the user's shell as it did in the samples is flagged at most
-  once in a thousand reductions (at the cap, ``(1 - L)^60``).
+  once in a thousand reductions (at the cap, ``(1 - L)^60``). Its first reproduction ends the
+  check (:func:`settled`: no later run could change the status), so a passing check costs about
+  ``1/p`` runs, not ``n``; a failing one makes all ``n``.
 
 When the check fails, :func:`differences` names what differs: the traced run's accesses under
 the samples' HOME and outside the tree whose existence is not the same in the user's
@@ -130,6 +132,14 @@ def plan(runs: int, final_passes: int, final_runs: int, confidence: float) -> tu
 def decide(reproduced: int, runs: int, required: int) -> str:
     """``reproduced`` once at least ``required`` of the ``runs`` runs reproduced."""
     return "reproduced" if runs > 0 and reproduced >= required else "not_reproduced"
+
+
+def settled(reproduced: int, done: int, planned: int, required: int) -> bool:
+    """Is the check decided by the ``done`` runs made of ``planned``? Every planned run is
+    made, except that the check passes -- and stops -- once ``required`` runs reproduced: a
+    flaky payload's first reproduction ends it (the rest could not change the status). A
+    check that fails makes every planned run, so what it shows is the whole picture."""
+    return planned > 0 and (done >= planned or (done > 0 and reproduced >= required))
 
 
 def user_environment(explicit: Mapping[str, str]) -> dict[str, str]:
@@ -299,19 +309,20 @@ def check_in_user_shell(
     """Run the payload ``planned[0]`` times in the user's shell (see the module docstring)."""
     runs, required = planned
     outcomes: list[str] = []
+    hits = 0
     with payload_copy(tree) as (directory, payload):
-        for _ in range(runs):
+        while len(outcomes) < runs and not settled(hits, len(outcomes), runs, required):
             if stop():
                 break
             outcome = run_once(command, payload, env, timeout, records=directory, stop=stop)
             if stop():
                 break  # killed by the interrupt: not a verdict
             outcomes.append(_describe(outcome, reproduces(outcome)))
+            hits += outcomes[-1] == "reproduced"
             if on_run is not None:
                 on_run()
     done = len(outcomes)
-    hits = sum(1 for o in outcomes if o == "reproduced")
-    if done < runs:
+    if not settled(hits, done, runs, required):
         return ShellCheck("skipped", runs, done, hits, required, "interrupted", (), tuple(outcomes))
     status = decide(hits, done, required)
     found = differences(outside, env) if status == "not_reproduced" else ()

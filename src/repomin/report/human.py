@@ -289,9 +289,11 @@ def user_shell_text(report: Mapping[str, Any]) -> str | None:
         return None
     status, runs, hits = shell["status"], shell["runs"], shell["reproduced"]
     if status == "reproduced":
+        planned = shell["planned_runs"]
+        why = f" (of {planned} planned: a flaky payload needs one reproduction)"
         return (
             f"In your own shell (your HOME and environment) the payload reproduced the failure "
-            f"in {hits} of {runs} runs."
+            f"in {hits} of {runs} runs{why if runs < planned else ''}."
         )
     if status == "not_reproduced":
         what = "; ".join(shell["differences"]) or "nothing the traced run shows"

@@ -3,7 +3,8 @@
 Owns :func:`check_user_shell`. The counts must add up (``reproduced <= runs <= planned_runs``,
 one outcome per run, as many ``reproduced`` outcomes as ``reproduced``), the status must be the
 one the counts give (:func:`repomin.app.user_shell.decide`'s rule, restated here so that the
-validator does not import the application), and a decided check must have planned the runs its
+validator does not import the application; a check that passed may stop at the run that made it
+pass, one that failed made every planned run), and a decided check must have planned the runs its
 rule asks for from the final counts the report records: every run required for a payload whose
 final runs all reproduced, else one, over at least the runs
 :func:`~repomin.sampling.stats.bounds.runs_to_see_one` gives (recomputed exactly).
@@ -45,8 +46,11 @@ def _counts(shell: dict[str, Any]) -> list[Problem]:
 def _status(shell: dict[str, Any]) -> list[Problem]:
     status, planned, runs = shell["status"], shell["planned_runs"], shell["runs"]
     decided = planned > 0 and runs == planned
-    if status == "reproduced":
-        ok = decided and shell["reproduced"] >= shell["required"]
+    if status == "reproduced":  # it stops at the run that makes it so
+        ok = planned > 0 and runs > 0 and shell["reproduced"] >= shell["required"]
+        last = shell["outcomes"][-1] if shell["outcomes"] else None
+        early = last == "reproduced" and shell["reproduced"] == shell["required"]
+        ok = ok and (decided or early)
     elif status == "not_reproduced":
         ok = decided and shell["reproduced"] < shell["required"]
     elif status == "disabled":

@@ -31,6 +31,7 @@ from typing import Protocol
 from repomin.sampling import stats
 from repomin.sampling.parallel import Samples
 from repomin.sampling.policy import SamplingPolicy
+from repomin.sampling.rate_evidence import MAX_PROBES
 from repomin.sampling.verdict import Verdict
 
 #: (family index, its level, the design) of a screened candidate: taken after its screen.
@@ -131,6 +132,10 @@ class CandidateDesign(Protocol):
         Otherwise each takes one slot for its one run."""
         ...
 
+    def probe_width(self, jobs: int) -> int:
+        """Re-checks of a new incumbent (rate evidence, ``Oracle.adopted``) run at once."""
+        ...
+
     def checks_incumbent(self) -> bool:
         """Is the incumbent run again every few acceptances (``--incumbent-check-every``)? A
         single run that accepted may have been a chance the next run does not repeat."""
@@ -169,6 +174,9 @@ class SingleRun:
     def lanes(self) -> bool:
         return False
 
+    def probe_width(self, jobs: int) -> int:
+        return 1
+
     def checks_incumbent(self) -> bool:
         return True
 
@@ -196,6 +204,9 @@ class _Sequential:
 
     def lanes(self) -> bool:
         return True
+
+    def probe_width(self, jobs: int) -> int:
+        return min(MAX_PROBES, jobs) if jobs >= SEQUENTIAL_BATCH_FROM else 1
 
     def checks_incumbent(self) -> bool:
         return False

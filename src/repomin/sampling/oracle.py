@@ -430,11 +430,15 @@ class Oracle:
 
     def _probe(self, tree: Tree, phase: str) -> bool:
         """One fresh run of the incumbent; it joins the rate evidence (flaky policies)."""
-        outcome = self.sample(tree, "incumbent", phase=phase)
-        self._ledger.add_incumbent_check()
-        ok = self._contract.reproduces(outcome)
+        ok = self._probe_run(tree, phase)
         self._observe([ok])
         return ok
+
+    def _probe_run(self, tree: Tree, phase: str) -> bool:
+        """One fresh run of the incumbent, counted as a re-check: did it reproduce?"""
+        outcome = self.sample(tree, "incumbent", phase=phase)
+        self._ledger.add_incumbent_check()
+        return self._contract.reproduces(outcome)
 
     def _observe(self, outcomes: list[bool]) -> None:
         with self._lock:
@@ -446,16 +450,26 @@ class Oracle:
         """``tree`` is the new incumbent (decided by ``verdict``; ``None``: restored by
         backtracking). Its own runs join the rate evidence; then, while a streak of straight
         passes could shorten the screen, it is re-checked (at most ``MAX_PROBES`` runs,
-        stopping at the first failure)."""
+        stopping at the first failure). The design says how many re-checks run at once
+        (``probe_width``); they are read in the order they were started, with the same rule,
+        and those after the stop are not evidence (runs made, counted as re-checks)."""
         with self._lock:
             policy = self.policy
             if verdict is not None:
                 policy = policy.adopt(verdict.passes, verdict.runs)
             if policy != self._policy:
                 self._set_policy(policy)
-        for _ in range(MAX_PROBES):
-            if not self.policy.probe_wanted() or not self._probe(tree, phase):
-                break
+        width, probes = self.design().probe_width(self._jobs), 0
+        while probes < MAX_PROBES and self.policy.probe_wanted():
+            wave = min(width, MAX_PROBES - probes)
+            outcomes = map_samples(lambda _: self._probe_run(tree, phase), wave, wave)
+            for ok in outcomes:
+                if probes and not self.policy.probe_wanted():
+                    return
+                probes += 1
+                self._observe([ok])
+                if not ok:
+                    return
 
     def escalate(self) -> bool:
         """Leave single-run mode (the failure is flaky): the exact design from now on, same θ,
