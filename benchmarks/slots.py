@@ -20,6 +20,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
@@ -34,21 +35,32 @@ Span = tuple[float, float, str]
 
 
 def timed(spans: list[Span], t0: list[float]) -> None:
-    """Wrap ``HostRunner.run`` so that every sample's start, end and id land in ``spans``
-    (times from ``t0[0]``)."""
-    run = host.HostRunner.run
+    """Wrap ``HostRunner.run`` and ``ClusterRunner.run`` so that every sample's start, end and
+    id land in ``spans`` (times from ``t0[0]``)."""
+    from repomin.cluster.runner import ClusterRunner
+
     lock = threading.Lock()
 
-    def wrapper(self: host.HostRunner, tree: object, request: object) -> object:
-        start = time.monotonic() - t0[0]
-        try:
-            return run(self, tree, request)  # type: ignore[arg-type]
-        finally:
-            end = time.monotonic() - t0[0]
-            with lock:
-                spans.append((start, end, request.sample_id))  # type: ignore[attr-defined]
+    def wrap(run: Any) -> Any:
+        def wrapper(self: object, tree: object, request: object) -> object:
+            start = time.monotonic() - t0[0]
+            try:
+                return run(self, tree, request)
+            finally:
+                end = time.monotonic() - t0[0]
+                with lock:
+                    spans.append((start, end, request.sample_id))  # type: ignore[attr-defined]
 
-    host.HostRunner.run = wrapper  # type: ignore[assignment,method-assign]
+        return wrapper
+
+    host.HostRunner.run = wrap(host.HostRunner.run)  # type: ignore[method-assign]
+    ClusterRunner.run = wrap(ClusterRunner.run)  # type: ignore[method-assign]
+
+
+def phase_of(sample_id: str) -> str:
+    """The phase a sample was of, from its id (``files-c12-57``, ``incumbent-55``,
+    ``final-3-408``)."""
+    return sample_id.split("-c")[0] if "-c" in sample_id else sample_id.split("-")[0]
 
 
 def alone(spans: list[Span]) -> tuple[dict[str, float], list[Span]]:
@@ -66,8 +78,7 @@ def alone(spans: list[Span]) -> tuple[dict[str, float], list[Span]]:
                 busy += cur[1] - cur[0] if cur else 0.0
                 cur = (a, b)
         busy += cur[1] - cur[0] if cur else 0.0
-        phase = sid.split("-c")[0] if "-c" in sid else sid.split("-")[0]
-        per[phase] += (e - s) - busy
+        per[phase_of(sid)] += (e - s) - busy
         if not cover:
             lonely.append((s, e, sid))
     return dict(per), lonely
