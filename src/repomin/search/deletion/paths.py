@@ -59,21 +59,8 @@ def learn_paths(
             (c for c in children if not problem.protected(c)),
             key=lambda c: (-tree.size_of(c), c),
         )
-
-        def build(remaining: Sequence[str], units: list[str] = units) -> Tree:
-            keep = set(remaining)
-            return problem.current.without(u for u in units if u not in keep)
-
         if units:
-            survivors += learn_delete(
-                problem,
-                phase,
-                units,
-                build,
-                describe,
-                priors(tree, units),
-                sync=lambda kept: [_present(problem.current, u) for u in kept],
-            )
+            survivors += _search(problem, phase, units, priors(tree, units), describe, _present)
         after = problem.current
         frontier = [c for c in children if after.is_dir(c)]
     return survivors
@@ -90,6 +77,18 @@ def _flat(
     units = [u for u in units if not problem.protected(u)]
     if not units:
         return []
+    return _search(problem, phase, units, priors(tree, units), describe, lambda t, u: u in t)
+
+
+def _search(
+    problem: Problem,
+    phase: str,
+    units: list[str],
+    priors: list[float],
+    describe: Callable[[Sequence[str]], str],
+    present: Callable[[Tree, str], bool],
+) -> list[str]:
+    """One learning search deleting ``units``; ``present`` says which survivors a fold left."""
 
     def build(remaining: Sequence[str]) -> Tree:
         keep = set(remaining)
@@ -101,8 +100,8 @@ def _flat(
         units,
         build,
         describe,
-        priors(tree, units),
-        sync=lambda kept: [u in problem.current for u in kept],
+        priors,
+        sync=lambda kept: [present(problem.current, u) for u in kept],
     )
 
 
