@@ -227,9 +227,11 @@ class _Concurrency(FakeRunner):
     def __init__(self, rate: float) -> None:
         super().__init__(lambda t: True, rate=rate, seed=7)
         self.lock, self.now, self.peak = threading.Lock(), 0, 0
+        self.labels: list[str] = []
 
     def run(self, tree, request):  # type: ignore[no-untyped-def]
         with self.lock:
+            self.labels.append(request.sample_id.rsplit("-", 1)[0])
             self.now += 1
             self.peak = max(self.peak, self.now)
         time.sleep(0.05)
@@ -245,8 +247,9 @@ def test_re_checks_run_at_once_from_batch_width_and_leave_the_same_evidence(rate
     """From 4 slots a new incumbent's re-checks run as one wave (at most five); they are read
     in the order they were started with the one-at-a-time rule, so the evidence is what one
     slot leaves (straight passes until the screen is one run; a failure stops it), and every
-    run made is counted as a re-check."""
-    evidence = {}
+    run made is counted as a re-check. Each run is named by its place in the wave, whatever
+    order the threads start in."""
+    evidence, labels = {}, {}
     for jobs in (1, 8):
         runner = _Concurrency(rate)
         oracle = fake_oracle(runner, SamplingConfig(mode="fast"), use_cache=False, jobs=jobs)
@@ -255,7 +258,10 @@ def test_re_checks_run_at_once_from_batch_width_and_leave_the_same_evidence(rate
         rate_now = oracle.policy.rate
         assert rate_now is not None
         evidence[jobs] = (rate_now.recent, oracle.incumbent_checks, runner.peak)
+        labels[jobs] = sorted(runner.labels)
     one, wide = evidence[1], evidence[8]
+    assert labels[8] == [f"incumbent#{k}" for k in range(5)]
+    assert labels[1] == [f"incumbent#{k}" for k in range(one[1])]
     assert wide[0] == one[0]  # the same evidence
     assert one[2] == 1 and wide[2] == 5  # one at a time, then one wave of five
     assert one[1] == (4 if rate else 1) and wide[1] == 5

@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 
 from repomin.errors import BaselineError, InfrastructureError
 from repomin.failure.contract import FailureContract
@@ -434,11 +435,16 @@ class Oracle:
         self._observe([ok])
         return ok
 
-    def _probe_run(self, tree: Tree, phase: str) -> bool:
-        """One fresh run of the incumbent, counted as a re-check: did it reproduce?"""
-        outcome = self.sample(tree, "incumbent", phase=phase)
+    def _probe_run(self, tree: Tree, phase: str, label: str = "incumbent") -> bool:
+        """One fresh run of the incumbent, counted as a re-check: did it reproduce? A wave's
+        runs are labelled by their place in it (``incumbent#k``), as a candidate's samples
+        are by their sequence number, so a sample's name never depends on thread timing."""
+        outcome = self.sample(tree, label, phase=phase)
         self._ledger.add_incumbent_check()
         return self._contract.reproduces(outcome)
+
+    def _probe_at(self, tree: Tree, phase: str, first: int, i: int) -> bool:
+        return self._probe_run(tree, phase, f"incumbent#{first + i}")
 
     def _observe(self, outcomes: list[bool]) -> None:
         with self._lock:
@@ -462,7 +468,7 @@ class Oracle:
         width, probes = self.design().probe_width(self._jobs), 0
         while probes < MAX_PROBES and self.policy.probe_wanted():
             wave = min(width, MAX_PROBES - probes)
-            outcomes = map_samples(lambda _: self._probe_run(tree, phase), wave, wave)
+            outcomes = map_samples(partial(self._probe_at, tree, phase, probes), wave, wave)
             for ok in outcomes:
                 if probes and not self.policy.probe_wanted():
                     return
