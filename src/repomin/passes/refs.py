@@ -6,6 +6,12 @@ of a known language as one candidate; the oracle decides, and a rejection change
 Then the same set is bisected (halves, quarters, ... down to single files, ddmin order) so that
 one file loaded in a way the graph cannot see does not block the rest.
 
+First, once, for a CMake build: the targets the failing build does not need (the failing
+target from the build's own error lines, and what it links), with their commands, list elements
+and sources, as one candidate, split by target when rejected
+(:mod:`repomin.analysis.refs.cmaketargets`): CMake names every source at configure time, so no
+file cut can take one alone.
+
 Then, for Rust, once: the item rustc's first error lies in, alone with its module chain
 (:mod:`repomin.analysis.refs.rustfocus`, from the baseline's failing output), one candidate.
 Then (:mod:`repomin.analysis.refs.rustcuts`) each ``mod name;`` declaration that
@@ -52,7 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from repomin.analysis.javastack import failing_frames, stack_cut
-from repomin.analysis.refs import RefGraph, cfunctions
+from repomin.analysis.refs import RefGraph, cfunctions, cmaketargets
 from repomin.analysis.refs.javamembers import JavaFile, dead_members, mentions_only, parse
 from repomin.analysis.refs.rustcuts import rust_cuts
 from repomin.analysis.refs.rustfocus import first_error_locations, focus_tree
@@ -134,6 +140,7 @@ class RefsCut:
         #: (output, working directory) of the first reproducing baseline run: rustc's errors.
         self.failures = tuple(failures)
         self._focused = False
+        self._targeted = False
         self._java_stacked = False
         self._last: frozenset[str] | None = None
         #: Unreachable files a bisection kept, with the entry they had then.
@@ -149,6 +156,7 @@ class RefsCut:
         return self._graph_of(problem)(problem.current)
 
     def run(self, problem: Problem) -> None:
+        self._targets(problem)
         self._cut(problem)
         self._focus(problem)
         self._rust(problem, "mod")
@@ -201,6 +209,37 @@ class RefsCut:
         for p in survivors:
             if p in current:
                 self._needed[p] = current[p]
+
+    def _targets(self, problem: Problem) -> None:
+        """Once: the CMake targets the failing build does not need, one candidate, split by
+        target when rejected (:mod:`repomin.analysis.refs.cmaketargets`)."""
+        if self._targeted:
+            return
+        self._targeted = True
+        names = cmaketargets.needless(problem.current, (output for output, _ in self.failures))
+        if not names:
+            return
+        self._log(
+            problem,
+            f"cmake targets: the failing build needs {len(names)} targets less; proposing to "
+            f"delete them with their commands and sources",
+            cmake_targets=len(names),
+        )
+        total = len(names)
+
+        def build(remaining: Sequence[str]) -> Tree:
+            keep = set(remaining)
+            gone = [n for n in names if n not in keep]
+            return cmaketargets.without_targets(problem.current, gone, problem.protected)
+
+        def describe(chunk: Sequence[str]) -> str:
+            part = "" if len(chunk) == total else f" (part of {total})"
+            shown = ", ".join(chunk[:3]) + (f" and {len(chunk) - 3} more" if len(chunk) > 3 else "")
+            return (
+                f"delete {len(chunk)} CMake targets the failing build does not need{part}: {shown}"
+            )
+
+        ddmin_delete(problem, self.name, names, build, describe)
 
     def _focus(self, problem: Problem) -> None:
         """Once: rustc's failing item alone (:mod:`repomin.analysis.refs.rustfocus`)."""

@@ -1,0 +1,365 @@
+"""The CMake targets a failing build does not need: one candidate that deletes them all.
+
+A CMake project's configure step names every source of every target, so a traced build opens
+them all and no file cut can take one: CMake stops when a listed source is missing. What can go
+is a *target*: its ``add_executable``/``add_library`` command (or, for targets a ``foreach``
+makes from a list, the list's element), the commands about it alone, the names of it in the
+dependency lists of the others, and the sources no kept target lists, together.
+
+The failing target comes from the build's own error lines in the baseline's failing output:
+make's ``*** [dir/CMakeFiles/NAME.dir/...] Error 1`` and Ninja's ``FAILED: dir/CMakeFiles/
+NAME.dir/...``. Kept: the failing targets and every target they link or depend on (literal
+names in ``target_link_libraries`` and ``add_dependencies``); targets whose name or list this
+reader cannot resolve are kept too. Everything else is one unit of the candidate.
+
+What is read: every ``CMakeLists.txt`` of the tree, as CMake's grammar has it (commands,
+quoted and bracket arguments, line and bracket comments); ``set(LIST ...)`` and ``list(APPEND
+LIST ...)`` of literal words; ``foreach(v ${LIST})``, ``foreach(v IN LISTS LIST)``,
+``foreach(v IN ITEMS ...)`` and ``foreach(v a b ...)`` with ``${v}`` in the target commands
+of its body. Sources are the arguments of the target command that name a file of the tree
+(relative to the directory, or after ``${CMAKE_CURRENT_SOURCE_DIR}/``). Bounds: files of at
+most :data:`MAX_BYTES`, at most :data:`MAX_COMMANDS` commands each; anything else is left
+alone. The oracle decides the candidate; the caller splits it when it is rejected.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from repomin.analysis.refs.text import without_spans
+from repomin.failure.normalise import strip_ansi
+from repomin.tree import Tree
+
+#: CMakeLists files larger than this are not read.
+MAX_BYTES = 1_000_000
+#: At most this many commands are read per file.
+MAX_COMMANDS = 20_000
+
+_TARGET_COMMANDS = {b"add_executable", b"add_library"}
+_TARGET_KEYWORDS = {
+    b"STATIC",
+    b"SHARED",
+    b"MODULE",
+    b"OBJECT",
+    b"INTERFACE",
+    b"EXCLUDE_FROM_ALL",
+    b"WIN32",
+    b"MACOSX_BUNDLE",
+    b"IMPORTED",
+    b"ALIAS",
+    b"GLOBAL",
+    b"UNKNOWN",
+}
+#: Commands whose arguments may name other targets (a deleted name is dropped from them).
+_NAMING = {
+    b"add_dependencies",
+    b"add_custom_target",
+    b"target_link_libraries",
+    b"install",
+}
+_FAILED = re.compile(
+    r"(?:\*\*\* \[|^FAILED: )(?:[^\s\[\]]*/)?CMakeFiles/(?P<name>[^/\s\]]+)\.dir/", re.M
+)
+_WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_VAR = re.compile(rb"\$\{([A-Za-z_][A-Za-z0-9_.+-]*)\}")
+
+
+@dataclass(frozen=True, slots=True)
+class Arg:
+    text: bytes
+    start: int
+    end: int
+    quoted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: bytes  # lower case
+    args: tuple[Arg, ...]
+    start: int
+    end: int
+
+
+@dataclass(slots=True)
+class Target:
+    """One target of the tree and what deleting it takes."""
+
+    name: str
+    #: (CMakeLists path, start, end) spans that go with it.
+    spans: list[tuple[str, int, int]] = field(default_factory=list)
+    sources: set[str] = field(default_factory=set)
+    links: set[str] = field(default_factory=set)
+
+
+def commands(data: bytes) -> list[Command] | None:
+    """The commands of a CMake file in order; None when it does not lex."""
+    out: list[Command] = []
+    i, n = 0, len(data)
+    while i < n:
+        c = data[i : i + 1]
+        if c in b" \t\r\n":
+            i += 1
+        elif c == b"#":
+            i = _comment_end(data, i)
+        else:
+            m = _WORD.match(data, i)
+            if m is None:
+                return None
+            j = m.end()
+            while j < n and data[j : j + 1] in b" \t":
+                j += 1
+            if data[j : j + 1] != b"(":
+                return None
+            parsed = _arguments(data, j + 1)
+            if parsed is None:
+                return None
+            args, end = parsed
+            out.append(Command(m.group().lower(), tuple(args), i, end))
+            if len(out) > MAX_COMMANDS:
+                return None
+            i = end
+    return out
+
+
+def _comment_end(data: bytes, i: int) -> int:
+    bracket = re.compile(rb"#\[(=*)\[").match(data, i)
+    if bracket is not None:
+        close = data.find(b"]" + bracket.group(1) + b"]", bracket.end())
+        return len(data) if close < 0 else close + len(bracket.group(1)) + 2
+    nl = data.find(b"\n", i)
+    return len(data) if nl < 0 else nl
+
+
+def _arguments(data: bytes, i: int) -> tuple[list[Arg], int] | None:
+    """The arguments from just after ``(`` to the matching ``)``; (args, end after it)."""
+    args: list[Arg] = []
+    depth, n = 0, len(data)
+    while i < n:
+        c = data[i : i + 1]
+        if c in b" \t\r\n":
+            i += 1
+        elif c == b"#":
+            i = _comment_end(data, i)
+        elif c == b"(":
+            depth += 1
+            i += 1
+        elif c == b")":
+            if depth == 0:
+                return args, i + 1
+            depth -= 1
+            i += 1
+        elif c == b'"':
+            j = i + 1
+            while j < n and data[j : j + 1] != b'"':
+                j += 2 if data[j : j + 1] == b"\\" else 1
+            if j >= n:
+                return None
+            args.append(Arg(data[i + 1 : j], i, j + 1, True))
+            i = j + 1
+        elif bracket := re.compile(rb"\[(=*)\[").match(data, i):
+            close = data.find(b"]" + bracket.group(1) + b"]", bracket.end())
+            if close < 0:
+                return None
+            end = close + len(bracket.group(1)) + 2
+            args.append(Arg(data[bracket.end() : close], i, end, True))
+            i = end
+        else:
+            j = i
+            while j < n and data[j : j + 1] not in b' \t\r\n()#"':
+                j += 2 if data[j : j + 1] == b"\\" else 1
+            args.append(Arg(data[i:j], i, j, False))
+            i = j
+    return None
+
+
+def _lists(cmds: Sequence[Command]) -> dict[bytes, list[Arg]]:
+    """Literal lists: ``set(NAME words...)`` and ``list(APPEND NAME words...)``."""
+    lists: dict[bytes, list[Arg]] = {}
+    for cmd in cmds:
+        args = cmd.args
+        if cmd.name == b"set" and args and not args[0].quoted:
+            values = [a for a in args[1:] if not a.quoted]
+            if values and all(_literal(a.text) for a in values) and values == list(args[1:]):
+                lists[args[0].text] = values
+        elif cmd.name == b"list" and len(args) > 2 and args[0].text == b"APPEND":
+            values = list(args[2:])
+            if args[1].text in lists and all(not a.quoted and _literal(a.text) for a in values):
+                lists[args[1].text] = [*lists[args[1].text], *values]
+    return lists
+
+
+def _literal(text: bytes) -> bool:
+    return bool(text) and b"$" not in text and b";" not in text and b"\\" not in text
+
+
+def _loops(
+    cmds: Sequence[Command], lists: dict[bytes, list[Arg]]
+) -> list[tuple[int, int, bytes, list[Arg]]]:
+    """``(first, last, variable, items)`` per ``foreach`` whose items are literal words."""
+    out: list[tuple[int, int, bytes, list[Arg]]] = []
+    stack: list[tuple[int, bytes, list[Arg] | None]] = []
+    for k, cmd in enumerate(cmds):
+        if cmd.name == b"foreach" and cmd.args:
+            var, rest = cmd.args[0].text, list(cmd.args[1:])
+            items: list[Arg] | None = None
+            if len(rest) == 1 and (m := _VAR.fullmatch(rest[0].text)) and m.group(1) in lists:
+                items = lists[m.group(1)]
+            elif rest and rest[0].text == b"IN" and len(rest) > 2 and rest[1].text == b"LISTS":
+                names = [a.text for a in rest[2:]]
+                if all(n in lists for n in names):
+                    items = [a for n in names for a in lists[n]]
+            elif rest and rest[0].text == b"IN" and len(rest) > 1 and rest[1].text == b"ITEMS":
+                if all(not a.quoted and _literal(a.text) for a in rest[2:]):
+                    items = list(rest[2:])
+            elif rest and all(not a.quoted and _literal(a.text) for a in rest):
+                items = rest
+            stack.append((k, var, items))
+        elif cmd.name == b"endforeach" and stack:
+            first, var, items = stack.pop()
+            if items is not None:
+                out.append((first, k, var, items))
+    return out
+
+
+def targets(tree: Tree) -> tuple[dict[str, Target], set[str]]:
+    """The targets the reader resolved, by name, and the names it saw but could not place."""
+    found: dict[str, Target] = {}
+    unsure: set[str] = set()
+    for path, entry in sorted(tree.entries.items()):
+        if path.rsplit("/", 1)[-1] != "CMakeLists.txt" or entry.kind != "file":
+            continue
+        if len(entry.data) > MAX_BYTES:
+            continue
+        cmds = commands(entry.data)
+        if cmds is None:
+            continue
+        _read_file(tree, path, entry.data, cmds, found, unsure)
+    return found, unsure
+
+
+def _read_file(
+    tree: Tree,
+    path: str,
+    data: bytes,
+    cmds: list[Command],
+    found: dict[str, Target],
+    unsure: set[str],
+) -> None:
+    base = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
+    lists = _lists(cmds)
+    loops = _loops(cmds, lists)
+    inside = {k: loop for loop in loops for k in range(loop[0] + 1, loop[1])}
+    for k, cmd in enumerate(cmds):
+        if cmd.name not in _TARGET_COMMANDS or not cmd.args:
+            continue
+        loop = inside.get(k)
+        if _literal(cmd.args[0].text):
+            name = cmd.args[0].text.decode("utf-8", "replace")
+            target = found.setdefault(name, Target(name))
+            target.spans.append((path, cmd.start, cmd.end))
+            target.sources |= _sources(tree, base, cmd.args[1:], {})
+        elif loop is not None and cmd.args[0].text == b"${" + loop[2] + b"}":
+            for item in loop[3]:
+                name = item.text.decode("utf-8", "replace")
+                target = found.setdefault(name, Target(name))
+                target.spans.append((path, _spaced(data, item.start), item.end))
+                target.sources |= _sources(tree, base, cmd.args[1:], {loop[2]: item.text})
+        else:
+            unsure.add(cmd.args[0].text.decode("utf-8", "replace"))
+    for cmd in cmds:
+        if not cmd.args or cmd.name in _TARGET_COMMANDS:
+            continue
+        owner = found.get(cmd.args[0].text.decode("utf-8", "replace"))
+        if owner is not None and cmd.name in {b"target_link_libraries", b"add_dependencies"}:
+            owner.links |= {a.text.decode("utf-8", "replace") for a in cmd.args[1:]}
+        if owner is not None and _about_one(cmd):
+            owner.spans.append((path, cmd.start, cmd.end))
+            continue
+        if cmd.name in _NAMING:
+            for arg in cmd.args[1:]:
+                named = found.get(arg.text.decode("utf-8", "replace"))
+                if named is not None and not arg.quoted:
+                    named.spans.append((path, _spaced(data, arg.start), arg.end))
+
+
+def _spaced(data: bytes, start: int) -> int:
+    """``start`` moved back over the spaces before a word (a deleted word leaves none)."""
+    while start > 0 and data[start - 1 : start] in (b" ", b"\t"):
+        start -= 1
+    return start
+
+
+def _about_one(cmd: Command) -> bool:
+    """Is ``cmd`` about its first argument's target alone (it goes with the target)?"""
+    if cmd.name == b"set_target_properties":
+        return len(cmd.args) > 1 and cmd.args[1].text == b"PROPERTIES"
+    return cmd.name.startswith((b"target_", b"add_dependencies"))
+
+
+def _sources(tree: Tree, base: str, args: Iterable[Arg], env: dict[bytes, bytes]) -> set[str]:
+    out: set[str] = set()
+    for arg in args:
+        text = _VAR.sub(lambda m: env.get(m.group(1), m.group(0)), arg.text)
+        text = text.replace(b"${CMAKE_CURRENT_SOURCE_DIR}/", b"")
+        if text in _TARGET_KEYWORDS or b"$" in text:
+            continue
+        rel = base + text.decode("utf-8", "replace")
+        if tree.entries.get(rel) is not None and tree.entries[rel].kind == "file":
+            out.add(rel)
+    return out
+
+
+def failing_targets(outputs: Iterable[str]) -> list[str]:
+    """The targets the build's own error lines name, first first (the first output that
+    names any)."""
+    for output in outputs:
+        names = list(dict.fromkeys(m["name"] for m in _FAILED.finditer(strip_ansi(output))))
+        if names:
+            return names
+    return []
+
+
+def needless(tree: Tree, failures: Iterable[str]) -> list[str]:
+    """The names of the targets the failing build does not need (see the module docstring)."""
+    found, unsure = targets(tree)
+    failing = [n for n in failing_targets(failures) if n in found]
+    if not failing:
+        return []
+    keep: set[str] = set()
+    todo = list(failing)
+    while todo:
+        name = todo.pop()
+        if name not in keep:
+            keep.add(name)
+            todo.extend(n for n in found[name].links if n in found)
+    return [n for n in sorted(found) if n not in keep and n not in unsure]
+
+
+def without_targets(tree: Tree, names: Collection[str], protected: Callable[[str], bool]) -> Tree:
+    """``tree`` with the targets ``names`` (those it still has) deleted: their commands, list
+    elements and mentions, and the sources no other target lists (none protected)."""
+    found, _ = targets(tree)
+    gone = [t for n, t in found.items() if n in names]
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for target in gone:
+        for path, start, end in target.spans:
+            spans.setdefault(path, []).append((start, end))
+    out = tree
+    for path, cut in spans.items():
+        if not protected(path):
+            out = out.replace(path, without_spans(tree.entries[path].data, cut))
+    needed = {s for n, t in found.items() if n not in names for s in t.sources}
+    sources = {s for t in gone for s in t.sources} - needed
+    return out.without(s for s in sources if not protected(s))
+
+
+__all__ = [
+    "Target",
+    "commands",
+    "failing_targets",
+    "needless",
+    "targets",
+    "without_targets",
+]
