@@ -96,31 +96,39 @@ class Target:
 def commands(data: bytes) -> list[Command] | None:
     """The commands of a CMake file in order; None when it does not lex."""
     out: list[Command] = []
-    i, n = 0, len(data)
+    i, n = _skip(data, 0), len(data)
+    while i < n:
+        m = _WORD.match(data, i)
+        if m is None:
+            return None
+        j = m.end()
+        while j < n and data[j : j + 1] in (b" ", b"\t"):
+            j += 1
+        if data[j : j + 1] != b"(":
+            return None
+        parsed = _arguments(data, j + 1)
+        if parsed is None:
+            return None
+        args, end = parsed
+        out.append(Command(m.group().lower(), tuple(args), i, end))
+        if len(out) > MAX_COMMANDS:
+            return None
+        i = _skip(data, end)
+    return out
+
+
+def _skip(data: bytes, i: int) -> int:
+    """``i`` moved past white space and comments."""
+    n = len(data)
     while i < n:
         c = data[i : i + 1]
-        if c in b" \t\r\n":
+        if c in (b" ", b"\t", b"\r", b"\n"):
             i += 1
         elif c == b"#":
             i = _comment_end(data, i)
         else:
-            m = _WORD.match(data, i)
-            if m is None:
-                return None
-            j = m.end()
-            while j < n and data[j : j + 1] in b" \t":
-                j += 1
-            if data[j : j + 1] != b"(":
-                return None
-            parsed = _arguments(data, j + 1)
-            if parsed is None:
-                return None
-            args, end = parsed
-            out.append(Command(m.group().lower(), tuple(args), i, end))
-            if len(out) > MAX_COMMANDS:
-                return None
-            i = end
-    return out
+            break
+    return i
 
 
 def _comment_end(data: bytes, i: int) -> int:
@@ -136,13 +144,9 @@ def _arguments(data: bytes, i: int) -> tuple[list[Arg], int] | None:
     """The arguments from just after ``(`` to the matching ``)``; (args, end after it)."""
     args: list[Arg] = []
     depth, n = 0, len(data)
-    while i < n:
+    while (i := _skip(data, i)) < n:
         c = data[i : i + 1]
-        if c in b" \t\r\n":
-            i += 1
-        elif c == b"#":
-            i = _comment_end(data, i)
-        elif c == b"(":
+        if c == b"(":
             depth += 1
             i += 1
         elif c == b")":
