@@ -110,6 +110,7 @@ def test_a_source_another_target_lists_stays_and_protected_paths_are_not_touched
     assert "tool/main.cpp" in kept.paths
     frozen = ct.without_targets(_tree(), ["alpha"], lambda p: p == "example/CMakeLists.txt")
     assert frozen["example/CMakeLists.txt"].data == EXAMPLES.encode()
+    assert "example/alpha/alpha.cpp" in frozen.paths  # its target stays whole
 
 
 def test_unresolved_names_keep_their_targets_and_nothing_is_proposed_without_an_error() -> None:

@@ -343,17 +343,22 @@ def needless(tree: Tree, failures: Iterable[str]) -> list[str]:
 
 def without_targets(tree: Tree, names: Collection[str], protected: Callable[[str], bool]) -> Tree:
     """``tree`` with the targets ``names`` (those it still has) deleted: their commands, list
-    elements and mentions, and the sources no other target lists (none protected)."""
+    elements and mentions, and the sources no other target lists (none protected). A target
+    declared or named in a protected file stays whole."""
     found, _ = targets(tree)
-    gone = [t for n, t in found.items() if n in names]
+    gone = [
+        t
+        for n, t in found.items()
+        if n in names and not any(protected(path) for path, _, _ in t.spans)
+    ]
+    names = {t.name for t in gone}
     spans: dict[str, list[tuple[int, int]]] = {}
     for target in gone:
         for path, start, end in target.spans:
             spans.setdefault(path, []).append((start, end))
     out = tree
     for path, cut in spans.items():
-        if not protected(path):
-            out = out.replace(path, without_spans(tree.entries[path].data, cut))
+        out = out.replace(path, without_spans(tree.entries[path].data, cut))
     needed = {s for n, t in found.items() if n not in names for s in t.sources}
     sources = {s for t in gone for s in t.sources} - needed
     return out.without(s for s in sources if not protected(s))
