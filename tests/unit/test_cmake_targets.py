@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+from repomin.analysis import cmakelex
 from repomin.analysis.refs import cmaketargets as ct
 from repomin.tree import Entry, Tree
 
@@ -123,14 +124,32 @@ def test_unresolved_names_keep_their_targets_and_nothing_is_proposed_without_an_
 
 def test_hostile_cmake_files_are_refused_or_bounded() -> None:
     for bad in (b'add_executable("open', b"add_executable(a b", b"not a command", b"x(#[[ )"):
-        assert ct.commands(bad) is None, bad
-    many = b"set(A 1)\n" * (ct.MAX_COMMANDS + 5)
-    assert ct.commands(many) is None
+        assert cmakelex.commands(bad) is None, bad
+    many = b"set(A 1)\n" * (cmakelex.MAX_COMMANDS + 5)
+    assert cmakelex.commands(many) is None
     big = Tree.of(
         {"CMakeLists.txt": Entry("file", b"add_executable(a a.c)\n" + b"#" * ct.MAX_BYTES)}
     )
     assert ct.targets(big) == ({}, set())
     deep = b"if(" + b"(" * 50_000 + b")" * 50_000 + b")\n"
     started = time.monotonic()
-    assert ct.commands(deep) is not None
+    assert cmakelex.commands(deep) is not None
     assert time.monotonic() - started < 5
+
+
+def test_well_formed_reads_blocks_closing_in_order_and_guards_cmake_candidates() -> None:
+    from repomin.passes.textedit import syntax_guard
+
+    assert cmakelex.well_formed(EXAMPLES.encode()) and cmakelex.well_formed(TOP.encode())
+    broken = EXAMPLES.replace("endforeach()\n", "").encode()
+    crossed = b"if(A)\nforeach(x a)\nendif()\nendforeach()\n"
+    split = EXAMPLES.replace("    gamma)\n", "").encode()  # set( without its )
+    for bad in (broken, crossed, split):
+        assert not cmakelex.well_formed(bad)
+    guard = syntax_guard("example/CMakeLists.txt", EXAMPLES.encode())
+    assert guard(EXAMPLES.replace("    beta  # a comment\n", "").encode())
+    assert not guard(broken) and not guard(split)
+    assert syntax_guard("notes.txt", EXAMPLES.encode())(broken)  # not a CMake file: no check
+    unread = b"if(A)\n"  # a file that does not read gets no check (its failure may be that)
+    assert syntax_guard("CMakeLists.txt", unread)(broken)
+    assert cmakelex.is_cmake("cmake/Find.cmake") and not cmakelex.is_cmake("CMakeLists.txt.in")

@@ -5,7 +5,8 @@ spans cut out or replaced. The *syntax guard* keeps candidates that no longer pa
 the oracle: a cheap check (``compile`` for Python, ``json.loads`` for JSON) that applies only
 when the incumbent version of the file itself parses, so a failure that *is* a syntax error
 stays reducible (JavaScript: the file must still lex, ``passes.jslex``: brackets balance,
-strings, comments and templates end). A guarded-out candidate is proposed as the incumbent
+strings, comments and templates end; CMake: ``analysis.cmakelex.well_formed``, the commands
+read and their blocks close in order). A guarded-out candidate is proposed as the incumbent
 itself, which the driver counts as a ``no_op`` (it costs no oracle run).
 """
 
@@ -15,6 +16,7 @@ import json
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 
+from repomin.analysis.cmakelex import is_cmake, well_formed
 from repomin.passes import jslex
 from repomin.search.problem import Problem
 from repomin.tree import Tree
@@ -110,6 +112,8 @@ def syntax_guard(path: str, data: bytes) -> Guard:
         return parses_as_json
     if jslex.is_js(path) and jslex.lex(data) is not None:
         return lambda candidate: jslex.lex(candidate) is not None  # balanced, terminated
+    if is_cmake(path) and well_formed(data):
+        return well_formed  # commands whose blocks close: what CMake reads before it runs
     return _always
 
 

@@ -12,14 +12,14 @@ NAME.dir/...``. Kept: the failing targets and every target they link or depend o
 names in ``target_link_libraries`` and ``add_dependencies``); targets whose name or list this
 reader cannot resolve are kept too. Everything else is one unit of the candidate.
 
-What is read: every ``CMakeLists.txt`` of the tree, as CMake's grammar has it (commands,
-quoted and bracket arguments, line and bracket comments); ``set(LIST ...)`` and ``list(APPEND
-LIST ...)`` of literal words; ``foreach(v ${LIST})``, ``foreach(v IN LISTS LIST)``,
-``foreach(v IN ITEMS ...)`` and ``foreach(v a b ...)`` with ``${v}`` in the target commands
-of its body. Sources are the arguments of the target command that name a file of the tree
-(relative to the directory, or after ``${CMAKE_CURRENT_SOURCE_DIR}/``). Bounds: files of at
-most :data:`MAX_BYTES`, at most :data:`MAX_COMMANDS` commands each; anything else is left
-alone. The oracle decides the candidate; the caller splits it when it is rejected.
+What is read: every ``CMakeLists.txt`` of the tree (:mod:`repomin.analysis.cmakelex`);
+``set(LIST ...)`` and ``list(APPEND LIST ...)`` of literal words; ``foreach(v ${LIST})``,
+``foreach(v IN LISTS LIST)``, ``foreach(v IN ITEMS ...)`` and ``foreach(v a b ...)`` with
+``${v}`` in the target commands of its body. Sources are the arguments of the target command
+that name a file of the tree (relative to the directory, or after
+``${CMAKE_CURRENT_SOURCE_DIR}/``). Bounds: files of at most :data:`MAX_BYTES`, and what
+:mod:`repomin.analysis.cmakelex` reads; anything else is left alone. The oracle decides the
+candidate; the caller splits it when it is rejected.
 """
 
 from __future__ import annotations
@@ -28,14 +28,13 @@ import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from repomin.analysis.cmakelex import Arg, Command, commands
 from repomin.analysis.refs.text import without_spans
 from repomin.failure.normalise import strip_ansi
 from repomin.tree import Tree
 
 #: CMakeLists files larger than this are not read.
 MAX_BYTES = 1_000_000
-#: At most this many commands are read per file.
-MAX_COMMANDS = 20_000
 
 _TARGET_COMMANDS = {b"add_executable", b"add_library"}
 _TARGET_KEYWORDS = {
@@ -62,24 +61,7 @@ _NAMING = {
 _FAILED = re.compile(
     r"(?:\*\*\* \[|^FAILED: )(?:[^\s\[\]]*/)?CMakeFiles/(?P<name>[^/\s\]]+)\.dir/", re.M
 )
-_WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 _VAR = re.compile(rb"\$\{([A-Za-z_][A-Za-z0-9_.+-]*)\}")
-
-
-@dataclass(frozen=True, slots=True)
-class Arg:
-    text: bytes
-    start: int
-    end: int
-    quoted: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Command:
-    name: bytes  # lower case
-    args: tuple[Arg, ...]
-    start: int
-    end: int
 
 
 @dataclass(slots=True)
@@ -91,91 +73,6 @@ class Target:
     spans: list[tuple[str, int, int]] = field(default_factory=list)
     sources: set[str] = field(default_factory=set)
     links: set[str] = field(default_factory=set)
-
-
-def commands(data: bytes) -> list[Command] | None:
-    """The commands of a CMake file in order; None when it does not lex."""
-    out: list[Command] = []
-    i, n = _skip(data, 0), len(data)
-    while i < n:
-        m = _WORD.match(data, i)
-        if m is None:
-            return None
-        j = m.end()
-        while j < n and data[j : j + 1] in (b" ", b"\t"):
-            j += 1
-        if data[j : j + 1] != b"(":
-            return None
-        parsed = _arguments(data, j + 1)
-        if parsed is None:
-            return None
-        args, end = parsed
-        out.append(Command(m.group().lower(), tuple(args), i, end))
-        if len(out) > MAX_COMMANDS:
-            return None
-        i = _skip(data, end)
-    return out
-
-
-def _skip(data: bytes, i: int) -> int:
-    """``i`` moved past white space and comments."""
-    n = len(data)
-    while i < n:
-        c = data[i : i + 1]
-        if c in (b" ", b"\t", b"\r", b"\n"):
-            i += 1
-        elif c == b"#":
-            i = _comment_end(data, i)
-        else:
-            break
-    return i
-
-
-def _comment_end(data: bytes, i: int) -> int:
-    bracket = re.compile(rb"#\[(=*)\[").match(data, i)
-    if bracket is not None:
-        close = data.find(b"]" + bracket.group(1) + b"]", bracket.end())
-        return len(data) if close < 0 else close + len(bracket.group(1)) + 2
-    nl = data.find(b"\n", i)
-    return len(data) if nl < 0 else nl
-
-
-def _arguments(data: bytes, i: int) -> tuple[list[Arg], int] | None:
-    """The arguments from just after ``(`` to the matching ``)``; (args, end after it)."""
-    args: list[Arg] = []
-    depth, n = 0, len(data)
-    while (i := _skip(data, i)) < n:
-        c = data[i : i + 1]
-        if c == b"(":
-            depth += 1
-            i += 1
-        elif c == b")":
-            if depth == 0:
-                return args, i + 1
-            depth -= 1
-            i += 1
-        elif c == b'"':
-            j = i + 1
-            while j < n and data[j : j + 1] != b'"':
-                j += 2 if data[j : j + 1] == b"\\" else 1
-            if j >= n:
-                return None
-            args.append(Arg(data[i + 1 : j], i, j + 1, True))
-            i = j + 1
-        elif bracket := re.compile(rb"\[(=*)\[").match(data, i):
-            close = data.find(b"]" + bracket.group(1) + b"]", bracket.end())
-            if close < 0:
-                return None
-            end = close + len(bracket.group(1)) + 2
-            args.append(Arg(data[bracket.end() : close], i, end, True))
-            i = end
-        else:
-            j = i
-            while j < n and data[j : j + 1] not in b' \t\r\n()#"':
-                j += 2 if data[j : j + 1] == b"\\" else 1
-            args.append(Arg(data[i:j], i, j, False))
-            i = j
-    return None
 
 
 def _lists(cmds: Sequence[Command]) -> dict[bytes, list[Arg]]:
@@ -366,7 +263,6 @@ def without_targets(tree: Tree, names: Collection[str], protected: Callable[[str
 
 __all__ = [
     "Target",
-    "commands",
     "failing_targets",
     "needless",
     "targets",
