@@ -40,10 +40,23 @@ add_custom_target(everything ALL DEPENDS ${TOOLS})
 GOOD = '#include <stdio.h>\nint main(void) { puts("{name}"); return 0; }\n'
 BAD = "int main(void) {\n    int unused_total = 3;\n    return 0;\n}\n"
 COMMAND = "cmake -S . -B build >/dev/null && make -C build"
+#: The same build through Ninja: its error line is ``FAILED: CMakeFiles/three.dir/...``.
+NINJA = "cmake -S . -B build -G Ninja >/dev/null && cmake --build build"
 MATCH = r"error: unused variable .unused_total. \[-Werror=unused-variable\]"
 
 
-def test_the_target_cut_runs_in_a_real_cmake_reduction(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(COMMAND, id="make"),
+        pytest.param(
+            NINJA,
+            id="ninja",
+            marks=pytest.mark.skipif(not shutil.which("ninja"), reason="ninja not installed"),
+        ),
+    ],
+)
+def test_the_target_cut_runs_in_a_real_cmake_reduction(tmp_path: Path, command: str) -> None:
     files = {"CMakeLists.txt": CMAKE, "three.c": BAD}
     files |= {f"{n}.c": GOOD.replace("{name}", n) for n in ("one", "two", "four")}
     src = write_tree(tmp_path / "tools", files)
@@ -51,11 +64,11 @@ def test_the_target_cut_runs_in_a_real_cmake_reduction(tmp_path: Path) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(src, copy)
     (copy / "four.c").unlink()
-    broken = subprocess.run(COMMAND, shell=True, cwd=copy, capture_output=True, text=True)
+    broken = subprocess.run(command, shell=True, cwd=copy, capture_output=True, text=True)
     assert "unused_total" not in broken.stdout + broken.stderr
     out = tmp_path / "out"
     report = reduce_ok(
-        src, out, COMMAND, MATCH, "--passes", "refs", "--no-trace", "--jobs", "1", final_runs=2
+        src, out, command, MATCH, "--passes", "refs", "--no-trace", "--jobs", "1", final_runs=2
     )
     payload = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     assert payload == ["CMakeLists.txt", "three.c"], json.dumps(report["events"], indent=1)
@@ -67,5 +80,5 @@ def test_the_target_cut_runs_in_a_real_cmake_reduction(tmp_path: Path) -> None:
     assert any("3 CMake targets the failing build does not need" in d for d in accepted)
     cmake = (out / "CMakeLists.txt").read_text()
     assert "three" in cmake and not any(n in cmake for n in ("one", "two", "four"))
-    again = subprocess.run(COMMAND, shell=True, cwd=out, capture_output=True, text=True)
+    again = subprocess.run(command, shell=True, cwd=out, capture_output=True, text=True)
     assert again.returncode != 0 and "unused_total" in again.stdout + again.stderr
