@@ -98,7 +98,17 @@ def test_every_target_but_the_failing_one_and_what_it_links_goes_with_its_source
     top = cut["CMakeLists.txt"].data.decode()
     for gone in ("add_library", "add_executable(tool", "set_target_properties", "tool extra"):
         assert gone not in top, gone
-    assert "install(TARGETS DESTINATION bin)" in top and "add_dependencies(examples)" in top
+    # lists CMake refuses empty go whole once every target they name goes
+    assert "install(" not in top and "add_dependencies(" not in top
+
+
+def test_a_mention_in_another_file_goes_and_a_partial_list_keeps_the_rest() -> None:
+    top = TOP + "install(TARGETS alpha gamma RUNTIME DESTINATION bin)\n"
+    tree = _tree().replace("CMakeLists.txt", top.encode())
+    cut = ct.without_targets(tree, ["alpha"], lambda p: False).entries["CMakeLists.txt"].data
+    assert b"install(TARGETS gamma RUNTIME DESTINATION bin)" in cut  # defined in example/
+    both = ct.without_targets(tree, ["alpha", "gamma"], lambda p: False)
+    assert b"RUNTIME DESTINATION" not in both.entries["CMakeLists.txt"].data
 
 
 def test_a_source_another_target_lists_stays_and_protected_paths_are_not_touched() -> None:

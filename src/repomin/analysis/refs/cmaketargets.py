@@ -58,6 +58,8 @@ _NAMING = {
     b"target_link_libraries",
     b"install",
 }
+#: Of those, the commands CMake refuses when no target is left in them.
+_NEEDS_ONE = {b"add_dependencies", b"install"}
 _FAILED = re.compile(
     r"(?:\*\*\* \[|^FAILED: )(?:[^\s\[\]]*/)?CMakeFiles/(?P<name>[^/\s\]]+)\.dir/", re.M
 )
@@ -71,6 +73,8 @@ class Target:
     name: str
     #: (CMakeLists path, start, end) spans that go with it.
     spans: list[tuple[str, int, int]] = field(default_factory=list)
+    #: (path, start, end, names): a command that goes whole once every target it names goes.
+    groups: list[tuple[str, int, int, frozenset[str]]] = field(default_factory=list)
     sources: set[str] = field(default_factory=set)
     links: set[str] = field(default_factory=set)
 
@@ -125,22 +129,28 @@ def _loops(
 
 
 def targets(tree: Tree) -> tuple[dict[str, Target], set[str]]:
-    """The targets the reader resolved, by name, and the names it saw but could not place."""
+    """The targets the reader resolved, by name, and the names it saw but could not place.
+    Every file's targets are read before any file's mentions of them (a top-level ``install``
+    may name a target of a subdirectory)."""
     found: dict[str, Target] = {}
     unsure: set[str] = set()
+    files: list[tuple[str, bytes, list[Command]]] = []
     for path, entry in sorted(tree.entries.items()):
         if path.rsplit("/", 1)[-1] != "CMakeLists.txt" or entry.kind != "file":
             continue
         if len(entry.data) > MAX_BYTES:
             continue
         cmds = commands(entry.data)
-        if cmds is None:
-            continue
-        _read_file(tree, path, entry.data, cmds, found, unsure)
+        if cmds is not None:
+            files.append((path, entry.data, cmds))
+    for path, data, cmds in files:
+        _definitions(tree, path, data, cmds, found, unsure)
+    for path, data, cmds in files:
+        _mentions(path, data, cmds, found)
     return found, unsure
 
 
-def _read_file(
+def _definitions(
     tree: Tree,
     path: str,
     data: bytes,
@@ -169,6 +179,12 @@ def _read_file(
                 target.sources |= _sources(tree, base, cmd.args[1:], {loop[2]: item.text})
         else:
             unsure.add(cmd.args[0].text.decode("utf-8", "replace"))
+
+
+def _mentions(path: str, data: bytes, cmds: list[Command], found: dict[str, Target]) -> None:
+    """The commands about one target go with it; a target's name goes from the dependency
+    lists of others, and a list that names only deleted targets (``add_dependencies(x a)``,
+    ``install(TARGETS a ...)``: CMake refuses them empty) goes whole."""
     for cmd in cmds:
         if not cmd.args or cmd.name in _TARGET_COMMANDS:
             continue
@@ -178,11 +194,18 @@ def _read_file(
         if owner is not None and _about_one(cmd):
             owner.spans.append((path, cmd.start, cmd.end))
             continue
-        if cmd.name in _NAMING:
-            for arg in cmd.args[1:]:
-                named = found.get(arg.text.decode("utf-8", "replace"))
-                if named is not None and not arg.quoted:
-                    named.spans.append((path, _spaced(data, arg.start), arg.end))
+        if cmd.name not in _NAMING:
+            continue
+        named: list[Target] = []
+        for arg in cmd.args[1:]:
+            target = found.get(arg.text.decode("utf-8", "replace"))
+            if target is not None and not arg.quoted:
+                target.spans.append((path, _spaced(data, arg.start), arg.end))
+                named.append(target)
+        if named and cmd.name in _NEEDS_ONE:
+            group = frozenset(t.name for t in named)
+            for target in named:
+                target.groups.append((path, cmd.start, cmd.end, group))
 
 
 def _spaced(data: bytes, start: int) -> int:
@@ -253,6 +276,9 @@ def without_targets(tree: Tree, names: Collection[str], protected: Callable[[str
     for target in gone:
         for path, start, end in target.spans:
             spans.setdefault(path, []).append((start, end))
+        for path, start, end, group in target.groups:
+            if group <= names:
+                spans.setdefault(path, []).append((start, end))
     out = tree
     for path, cut in spans.items():
         out = out.replace(path, without_spans(tree.entries[path].data, cut))
