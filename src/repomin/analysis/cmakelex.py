@@ -19,6 +19,12 @@ from dataclasses import dataclass
 MAX_COMMANDS = 20_000
 
 _WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_SPACE = re.compile(rb"[ \t\r\n]*")
+_BRACKET = re.compile(rb"\[(=*)\[")
+_BRACKET_COMMENT = re.compile(rb"#\[(=*)\[")
+#: A quoted argument (its escapes whole) and an unquoted one, as the scanner reads them.
+_QUOTED = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
+_UNQUOTED = re.compile(rb'(?:[^ \t\r\n()#"\\]|\\.)+', re.S)
 _BLOCKS = {
     b"if": b"endif",
     b"foreach": b"endforeach",
@@ -73,19 +79,16 @@ def commands(data: bytes) -> list[Command] | None:
 def _skip(data: bytes, i: int) -> int:
     """``i`` moved past white space and comments."""
     n = len(data)
-    while i < n:
-        c = data[i : i + 1]
-        if c in (b" ", b"\t", b"\r", b"\n"):
-            i += 1
-        elif c == b"#":
-            i = _comment_end(data, i)
-        else:
-            break
-    return i
+    while True:
+        space = _SPACE.match(data, i)  # matches the empty string too
+        i = space.end() if space is not None else i
+        if i >= n or data[i] != ord("#"):
+            return i
+        i = _comment_end(data, i)
 
 
 def _comment_end(data: bytes, i: int) -> int:
-    bracket = re.compile(rb"#\[(=*)\[").match(data, i)
+    bracket = _BRACKET_COMMENT.match(data, i)
     if bracket is not None:
         close = data.find(b"]" + bracket.group(1) + b"]", bracket.end())
         return len(data) if close < 0 else close + len(bracket.group(1)) + 2
@@ -98,24 +101,22 @@ def _arguments(data: bytes, i: int) -> tuple[list[Arg], int] | None:
     args: list[Arg] = []
     depth, n = 0, len(data)
     while (i := _skip(data, i)) < n:
-        c = data[i : i + 1]
-        if c == b"(":
+        c = data[i]
+        if c == ord("("):
             depth += 1
             i += 1
-        elif c == b")":
+        elif c == ord(")"):
             if depth == 0:
                 return args, i + 1
             depth -= 1
             i += 1
-        elif c == b'"':
-            j = i + 1
-            while j < n and data[j : j + 1] != b'"':
-                j += 2 if data[j : j + 1] == b"\\" else 1
-            if j >= n:
-                return None
-            args.append(Arg(data[i + 1 : j], i, j + 1, True))
-            i = j + 1
-        elif bracket := re.compile(rb"\[(=*)\[").match(data, i):
+        elif c == ord('"'):
+            quoted = _QUOTED.match(data, i)
+            if quoted is None:
+                return None  # not terminated
+            args.append(Arg(data[i + 1 : quoted.end() - 1], i, quoted.end(), True))
+            i = quoted.end()
+        elif bracket := _BRACKET.match(data, i):
             close = data.find(b"]" + bracket.group(1) + b"]", bracket.end())
             if close < 0:
                 return None
@@ -123,11 +124,11 @@ def _arguments(data: bytes, i: int) -> tuple[list[Arg], int] | None:
             args.append(Arg(data[bracket.end() : close], i, end, True))
             i = end
         else:
-            j = i
-            while j < n and data[j : j + 1] not in b' \t\r\n()#"':
-                j += 2 if data[j : j + 1] == b"\\" else 1
-            args.append(Arg(data[i:j], i, j, False))
-            i = j
+            word = _UNQUOTED.match(data, i)
+            if word is None:
+                return None  # a lone backslash at the end
+            args.append(Arg(word.group(), i, word.end(), False))
+            i = word.end()
     return None
 
 
