@@ -84,19 +84,26 @@ def _lists(cmds: Sequence[Command]) -> dict[bytes, list[Arg]]:
     lists: dict[bytes, list[Arg]] = {}
     for cmd in cmds:
         args = cmd.args
-        if cmd.name == b"set" and args and not args[0].quoted:
-            values = [a for a in args[1:] if not a.quoted]
-            if values and all(_literal(a.text) for a in values) and values == list(args[1:]):
-                lists[args[0].text] = values
-        elif cmd.name == b"list" and len(args) > 2 and args[0].text == b"APPEND":
-            values = list(args[2:])
-            if args[1].text in lists and all(not a.quoted and _literal(a.text) for a in values):
-                lists[args[1].text] = [*lists[args[1].text], *values]
+        if cmd.name == b"set" and len(args) > 1 and not args[0].quoted and _words(args[1:]):
+            lists[args[0].text] = list(args[1:])
+        elif (
+            cmd.name == b"list"
+            and len(args) > 2
+            and args[0].text == b"APPEND"
+            and args[1].text in lists
+            and _words(args[2:])
+        ):
+            lists[args[1].text] = [*lists[args[1].text], *args[2:]]
     return lists
 
 
 def _literal(text: bytes) -> bool:
     return bool(text) and b"$" not in text and b";" not in text and b"\\" not in text
+
+
+def _words(args: Iterable[Arg]) -> bool:
+    """Are all of ``args`` unquoted literal words (no variable, list or escape)?"""
+    return all(not a.quoted and _literal(a.text) for a in args)
 
 
 def _loops(
@@ -116,9 +123,8 @@ def _loops(
                 if all(n in lists for n in names):
                     items = [a for n in names for a in lists[n]]
             elif rest and rest[0].text == b"IN" and len(rest) > 1 and rest[1].text == b"ITEMS":
-                if all(not a.quoted and _literal(a.text) for a in rest[2:]):
-                    items = list(rest[2:])
-            elif rest and all(not a.quoted and _literal(a.text) for a in rest):
+                items = list(rest[2:]) if _words(rest[2:]) else None
+            elif rest and _words(rest):
                 items = rest
             stack.append((k, var, items))
         elif cmd.name == b"endforeach" and stack:
