@@ -39,8 +39,8 @@ def test_the_function_cut_runs_in_a_real_reduction(tmp_path: Path) -> None:
         for e in report["events"]
         if e.get("phase") == "refs" and e.get("decision") == "accepted"
     ]
-    assert any("C functions and variables nothing names" in d for d in accepted), json.dumps(
-        report["events"], indent=1
+    assert any("C and C++ functions and variables nothing names" in d for d in accepted), (
+        json.dumps(report["events"], indent=1)
     )
     text = (out / "text.c").read_text()
     assert "text_copy" in text and "text_length" in text

@@ -41,8 +41,10 @@ not proposed again until the lists change.
 Then, for C (:mod:`repomin.analysis.refs.cfunctions`), the same member cut one level below the
 include graph: every function, prototype and file-scope variable of the ``.c``/``.h`` files
 that no live code names (a walk from ``main``, types, ``#if`` conditions and the files left
-whole, through the bodies of the macros it meets), as one candidate, split the same way when
-rejected; the file cut follows.
+whole, through the bodies of the macros it meets), and every function definition of the C++
+files, in namespaces and class bodies (:mod:`repomin.analysis.refs.cppfunctions`: the same
+walk over both languages), as one candidate, split the same way when rejected; the file cut
+follows.
 
 The pass object lives for the whole reduction: it runs again in every round and proposes again
 whenever the unreachable set of the current tree differs from the one it last worked on (a
@@ -58,7 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from repomin.analysis.javastack import failing_frames, stack_cut
-from repomin.analysis.refs import RefGraph, cfunctions, cmaketargets
+from repomin.analysis.refs import RefGraph, cfunctions, cmaketargets, cppfunctions
 from repomin.analysis.refs.javamembers import JavaFile, dead_members, mentions_only, parse
 from repomin.analysis.refs.rustcuts import rust_cuts
 from repomin.analysis.refs.rustfocus import first_error_locations, focus_tree
@@ -80,9 +82,14 @@ def _java_files(tree: Tree) -> dict[str, JavaFile]:
 
 
 def _c_files(tree: Tree) -> dict[str, cfunctions.CFile]:
-    """Every C/C++ file of ``tree`` read by :func:`repomin.analysis.refs.cfunctions.parse`."""
+    """Every C/C++ file of ``tree``: C++ read by :func:`repomin.analysis.refs.cppfunctions.parse`,
+    the rest by :func:`repomin.analysis.refs.cfunctions.parse`."""
     return {
-        path: cfunctions.parse("." + path.rpartition(".")[2].lower(), entry.data)
+        path: (
+            cppfunctions.parse(entry.data)
+            if cppfunctions.is_cxx(path, entry.data)
+            else cfunctions.parse("." + path.rpartition(".")[2].lower(), entry.data)
+        )
         for path, entry in tree.entries.items()
         if entry.kind == "file" and cfunctions.is_c(path)
     }
@@ -117,7 +124,9 @@ def _java_cut() -> _MemberCut:
 
 
 def _c_cut() -> _MemberCut:
-    return _MemberCut("C functions and variables", cfunctions.is_c, _c_files, cfunctions.dead_items)
+    return _MemberCut(
+        "C and C++ functions and variables", cfunctions.is_c, _c_files, cfunctions.dead_items
+    )
 
 
 def _counts(counts: dict[str, int]) -> str:

@@ -22,9 +22,10 @@ Preprocessor lines are not code; ``extern "C" {`` is transparent. Brackets are m
 the first branch of every ``#if`` (as ctags reads them: zlib opens a brace in both branches of
 an ``#ifdef``); each ``#else``/``#elif`` branch at the top level whose brackets balance is read
 for items on its own (zlib declares ``gzseek`` there when it does not rename it). A file whose
-comment or literal does not end, whose brackets do not balance, or that holds C++ (``::``,
-``namespace``, ``template``, ``class``) is left whole, and so is a file larger than
-:data:`MAX_PARSE_BYTES`; their words all count as mentions.
+comment or literal does not end or whose brackets do not balance is left whole, and so is a
+file larger than :data:`MAX_PARSE_BYTES`; their words all count as mentions. A file that holds
+C++ (``::``, ``namespace``, ``template``, ``class``) is not read here: the ``refs`` pass reads
+it with :mod:`repomin.analysis.refs.cppfunctions` (its function definitions, the same walk).
 
 :func:`dead_items` then finds every item of the editable files no *live* code names: the
 words outside any candidate item (types, ``#if`` conditions, the words of files left whole)
