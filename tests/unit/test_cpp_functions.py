@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from repomin.analysis.refs.cfunctions import MAX_NESTING, MAX_PARSE_BYTES, CFile, dead_items
+from repomin.analysis.refs.cfunctions import MAX_NESTING, MAX_PARSE_BYTES, CFile, _lex, dead_items
 from repomin.analysis.refs.cppfunctions import is_cxx, parse
 from repomin.passes.refs import RefsCut
 from repomin.tree import Tree, materialise
@@ -236,3 +236,47 @@ def test_hostile_sources_stay_bounded() -> None:
     assert isinstance(parse(b"\x00\xff{" * 1000), CFile)
     assert parse(b"{}" * 500_000).items == ()
     assert parse(b"x" * (MAX_PARSE_BYTES + 1)).items == ()
+
+
+def test_macros_in_the_tail_and_a_head_the_reader_does_not_follow() -> None:
+    source = """\
+struct S {
+    void a() _GLIBCXX_NOEXCEPT { }
+    void b() const RAPIDJSON_NOEXCEPT __attribute__((pure)) [[nodiscard]] { }
+    void c() strange words { }
+    void d() { }
+};
+"""
+    # c's head is not followed: its body is skipped, and d is not merged into it
+    assert [name for name, _, _ in definitions(source)] == ["a", "b", "d"]
+
+
+STDCXX = Path("/usr/include/c++")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not STDCXX.is_dir(), reason="no C++ standard library headers installed")
+def test_every_definition_read_from_the_standard_library_headers_is_one_definition() -> None:
+    """Real C++ at its most varied (libstdc++'s headers: macros in tails, function-try-blocks,
+    brace initializers, requires clauses): each item the reader finds is one definition -- it
+    ends with its body's ``}`` and holds no top-level ``;`` (two declarations merged)."""
+    found = 0
+    for path in sorted(STDCXX.rglob("*")):
+        if not path.is_file() or path.stat().st_size > MAX_PARSE_BYTES:
+            continue
+        data = path.read_bytes()
+        for item in parse(data).items:
+            found += 1
+            lexed = _lex(data[item.start : item.end])
+            assert lexed is not None, (path, item)
+            tokens = [text for _, text in lexed.code]
+            assert tokens and tokens[-1] == b"}", (path, item)
+            depth = 0
+            for text in tokens:
+                if text in (b"(", b"[", b"{"):
+                    depth += 1
+                elif text in (b")", b"]", b"}"):
+                    depth -= 1
+                else:
+                    assert not (text == b";" and depth == 0), (path, data[item.start : item.end])
+    assert found > 1000

@@ -64,12 +64,24 @@ _NOT_HEAD = frozenset(
 _QUALIFIERS = frozenset(
     b"const volatile noexcept override final throw mutable try & && * requires".split()
 )
+#: Words of a definition's tail that take arguments.
+_TAIL_CALLS = frozenset({b"noexcept", b"throw", b"requires", b"alignas"})
 _CLASS_KEYS = frozenset({b"class", b"struct", b"union"})
 _ACCESS = frozenset({b"public", b"private", b"protected"})
 #: A macro alone on its line before a definition (``RAPIDJSON_NAMESPACE_BEGIN``).
 _MACRO = re.compile(rb"[A-Z_][A-Z0-9_]{2,}")
 #: A raw string literal (``R"(...)"``): the shared lexer does not read them.
 _RAW_STRING = re.compile(rb'(?:\b|(?<=[uUL8]))R"[^\s()\\]{0,16}\(')
+
+
+def _tail_word(t: bytes) -> bool:
+    """An attribute or a macro in a definition's tail (``__attribute__``,
+    ``_GLIBCXX_NOEXCEPT``, ``RAPIDJSON_NOEXCEPT``)."""
+    return (
+        t.startswith(b"__")
+        or _MACRO.fullmatch(t) is not None
+        or (t.startswith(b"_") and _MACRO.fullmatch(t[1:]) is not None)
+    )
 
 
 def is_cxx(path: str, data: bytes) -> bool:
@@ -235,7 +247,7 @@ class _Reader:
         if state.colon and (self.is_word(k - 1) or before == b">"):
             return None  # a member's brace initializer in the initializer list
         if not state.colon and not self.tail_ok(self.match[head] + 1, k):
-            return None
+            return close + 1  # a body after a head this reader does not follow: no item
         close = self.handlers(close)
         self.definition(start, head, close, owner)
         return close + 1
@@ -265,20 +277,23 @@ class _Reader:
         return None
 
     def tail_ok(self, lo: int, hi: int) -> bool:
-        """Only qualifiers (and a trailing return type) between a parameter list and a body."""
+        """Only qualifiers (and a trailing return type) between a parameter list and a body:
+        ``const``, ``noexcept(...)``, ``override``, ``&``, an attribute or a macro such as
+        ``_GLIBCXX_NOEXCEPT`` or ``RAPIDJSON_NOEXCEPT``, with or without arguments."""
         k = lo
         while k < hi:
             t = self.text(k)
             if t == b"-" and self.text(k + 1) == b">":
                 return True  # -> a trailing return type, to the body
             if t == b"(":
-                if self.text(k - 1) not in (b"noexcept", b"throw", b"requires"):
+                before = self.text(k - 1)
+                if before not in _TAIL_CALLS and not _tail_word(before):
                     return False
                 k = self.match[k] + 1
                 continue
-            if t not in _QUALIFIERS and not t.startswith(b"__"):
+            if t != b"[" and t not in _QUALIFIERS and not _tail_word(t):
                 return False
-            k += 1
+            k = self.match[k] + 1 if t == b"[" else k + 1  # [[nodiscard]]
         return True
 
     def class_name(self, start: int, brace: int) -> bytes | None:
