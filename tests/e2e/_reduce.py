@@ -52,6 +52,15 @@ def reduce_ok(
     return report
 
 
+def accepted_descriptions(report: Mapping[str, Any], phase: str) -> list[str]:
+    """The descriptions of ``phase``'s accepted events, in order."""
+    return [
+        str(e.get("description", ""))
+        for e in report["events"]
+        if e.get("phase") == phase and e.get("decision") == "accepted"
+    ]
+
+
 def alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie does not)."""
     try:

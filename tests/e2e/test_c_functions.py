@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e._reduce import reduce_ok, write_tree
+from tests.e2e._reduce import accepted_descriptions, reduce_ok, write_tree
 from tests.unit.test_c_functions import COMMAND, DRIVE_C, LIST_C, MAKEFILE, TEXT_C, TEXT_H
 
 pytestmark = [
@@ -34,11 +34,7 @@ def test_the_function_cut_runs_in_a_real_reduction(tmp_path: Path) -> None:
         src, out, COMMAND, r"copying the title",
         "--exit-code", "139", "--passes", "refs", "--no-trace", "--jobs", "1", final_runs=2,
     )  # fmt: skip
-    accepted = [
-        str(e.get("description", ""))
-        for e in report["events"]
-        if e.get("phase") == "refs" and e.get("decision") == "accepted"
-    ]
+    accepted = accepted_descriptions(report, "refs")
     assert any("C and C++ functions and variables nothing names" in d for d in accepted), (
         json.dumps(report["events"], indent=1)
     )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e._reduce import reduce_ok, write_tree
+from tests.e2e._reduce import accepted_descriptions, reduce_ok, write_tree
 
 pytestmark = [
     pytest.mark.slow,
@@ -72,11 +72,7 @@ def test_the_target_cut_runs_in_a_real_cmake_reduction(tmp_path: Path, command: 
     )
     payload = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     assert payload == ["CMakeLists.txt", "three.c"], json.dumps(report["events"], indent=1)
-    accepted = [
-        str(e.get("description", ""))
-        for e in report["events"]
-        if e.get("phase") == "refs" and e.get("decision") == "accepted"
-    ]
+    accepted = accepted_descriptions(report, "refs")
     assert any("3 CMake targets the failing build does not need" in d for d in accepted)
     cmake = (out / "CMakeLists.txt").read_text()
     assert "three" in cmake and not any(n in cmake for n in ("one", "two", "four"))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e._reduce import reduce_ok, write_tree
+from tests.e2e._reduce import accepted_descriptions, reduce_ok, write_tree
 from tests.unit.test_cpp_functions import _PROGRAM
 
 pytestmark = [
@@ -27,11 +27,7 @@ def test_the_cpp_function_cut_runs_in_a_real_reduction(tmp_path: Path) -> None:
         r"error: unused variable .unused_local. \[-Werror=unused-variable\]",
         "--exit-code", "1", "--passes", "refs", "--no-trace", "--jobs", "1", final_runs=2,
     )  # fmt: skip
-    accepted = [
-        str(e.get("description", ""))
-        for e in report["events"]
-        if e.get("phase") == "refs" and e.get("decision") == "accepted"
-    ]
+    accepted = accepted_descriptions(report, "refs")
     assert any("C and C++ functions and variables nothing names" in d for d in accepted), accepted
     header = (out / "shapes.hpp").read_text()
     for gone in ("perimeter", "scale", "mirror", "clear", "unused_free_function"):

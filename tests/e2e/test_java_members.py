@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e._reduce import reduce_ok, write_tree
+from tests.e2e._reduce import accepted_descriptions, reduce_ok, write_tree
 from tests.unit.test_java_members import FORMAT, HELPER, STACK_DRIVER, UTIL
 
 pytestmark = [
@@ -48,11 +48,7 @@ def test_the_stack_and_member_cuts_run_in_a_real_reduction(tmp_path: Path) -> No
     assert payload == ["Driver.java", "src/org/x/Format.java", "src/org/x/Util.java"], json.dumps(
         report["events"], indent=1
     )
-    accepted = [
-        str(e.get("description", ""))
-        for e in report["events"]
-        if e.get("phase") == "refs" and e.get("decision") == "accepted"
-    ]
+    accepted = accepted_descriptions(report, "refs")
     assert any("on the failing stack" in d for d in accepted), accepted
     assert any("Java members nothing names" in d for d in accepted), accepted
     fmt = (out / "src/org/x/Format.java").read_text()

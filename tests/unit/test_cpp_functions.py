@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from repomin.analysis.refs.cfunctions import MAX_NESTING, MAX_PARSE_BYTES, CFile, _lex, dead_items
+from repomin.analysis.refs.cfunctions import MAX_NESTING, MAX_PARSE_BYTES, CFile, dead_items, lex
 from repomin.analysis.refs.cppfunctions import is_cxx, parse
 from repomin.passes.refs import RefsCut
 from repomin.tree import Tree, materialise
@@ -267,7 +267,7 @@ def test_every_definition_read_from_the_standard_library_headers_is_one_definiti
         data = path.read_bytes()
         for item in parse(data).items:
             found += 1
-            lexed = _lex(data[item.start : item.end])
+            lexed = lex(data[item.start : item.end])
             assert lexed is not None, (path, item)
             tokens = [text for _, text in lexed.code]
             assert tokens and tokens[-1] == b"}", (path, item)

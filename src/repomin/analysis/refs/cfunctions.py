@@ -76,11 +76,11 @@ KEYWORDS = frozenset(
     _Thread_local _Alignas _Alignof _Static_assert bool __inline __inline__ __restrict
     __restrict__ __extension__ __const __volatile__ __signed__""".split()  # noqa: SIM905
 )
-_CXX = frozenset({b"namespace", b"template", b"class", b"::"})
+CXX_TOKENS = frozenset({b"namespace", b"template", b"class", b"::"})
 _ATTRIBUTES = frozenset({b"__attribute__", b"__attribute", b"__declspec", b"__asm__", b"asm"})
 _PINNING_ATTRIBUTES = frozenset({b"constructor", b"destructor", b"used"})
 #: Functions a loader looks up by name: Python's and Node's extension entries, JNI's.
-_LOADED = re.compile(r"PyInit_\w+|Java_\w+|JNI_On(?:Load|Unload)|napi_register_module_v\d+|main")
+LOADED = re.compile(r"PyInit_\w+|Java_\w+|JNI_On(?:Load|Unload)|napi_register_module_v\d+|main")
 #: A literal that is one identifier (``dlsym(h, "name")``) names it.
 _NAME_LITERAL = re.compile(rb'"([A-Za-z_][\w]*)"')
 _TAGS = frozenset({b"struct", b"union", b"enum"})
@@ -100,7 +100,7 @@ _LEX = re.compile(
     """,
     re.S | re.X,
 )
-_WORD = re.compile(rb"[A-Za-z_\x80-\xff][\w\x80-\xff]*")
+WORD = re.compile(rb"[A-Za-z_\x80-\xff][\w\x80-\xff]*")
 
 Token = tuple[int, bytes]
 Key = tuple[str, int]  # an item: its path and start
@@ -157,13 +157,13 @@ def parse(path_suffix: str, data: bytes) -> CFile:
     read as C comes back with its words only."""
     if path_suffix not in PARSED_SUFFIXES or len(data) > MAX_PARSE_BYTES:
         return mentions_only(data)
-    lexed = _lex(data)
+    lexed = lex(data)
     if lexed is None:
         return mentions_only(data)
     code = lexed.code
-    if any(text in _CXX for _, text in code):
+    if any(text in CXX_TOKENS for _, text in code):
         return mentions_only(data)
-    match = _match(code)
+    match = match_brackets(code)
     if match is None:
         return mentions_only(data)
     items = _Parser(code, match).items()
@@ -172,7 +172,7 @@ def parse(path_suffix: str, data: bytes) -> CFile:
     spans = [(item.start, item.end) for item in items]
     starts = [start for start, _ in spans]
     for region in lexed.regions:
-        region_match = _match(region)
+        region_match = match_brackets(region)
         if region and region_match is not None and not _within(starts, spans, region[0][0]):
             items += _Parser(region, region_match).items()
     items.sort(key=lambda item: item.start)
@@ -191,14 +191,14 @@ def _within(starts: Sequence[int], spans: Sequence[tuple[int, int]], offset: int
 def mentions_only(data: bytes) -> CFile:
     """A file :func:`parse` refused: every word of it counts, comments and literals included,
     and nothing of it is cut."""
-    words = tuple((m.start(), m.group().decode("utf-8", "replace")) for m in _WORD.finditer(data))
+    words = tuple((m.start(), m.group().decode("utf-8", "replace")) for m in WORD.finditer(data))
     return CFile(words, (), frozenset())
 
 
-def _lex(data: bytes) -> _Lexer | None:
-    """The lexer after reading ``data`` (see :class:`_Lexer`), or None when a comment or
+def lex(data: bytes) -> Lexer | None:
+    """The lexer after reading ``data`` (see :class:`Lexer`), or None when a comment or
     literal does not end."""
-    lexer = _Lexer()
+    lexer = Lexer()
     for m in _LEX.finditer(data):
         kind, text = m.lastgroup, m.group()
         if kind == "space" or kind == "comment":
@@ -216,8 +216,8 @@ def _lex(data: bytes) -> _Lexer | None:
     return lexer
 
 
-class _Lexer:
-    """What :func:`_lex` found: the code tokens outside preprocessor lines and outside the
+class Lexer:
+    """What :func:`lex` found: the code tokens outside preprocessor lines and outside the
     ``#else``/``#elif`` branches (``code``), the words that mention something with their
     offsets (``words``; a macro's body is kept apart in ``macros``, a use only once the macro
     is), the words next to a ``##`` (``pasted``) and the macros defined as ``static``; and
@@ -303,7 +303,7 @@ class _Lexer:
             self.branches.pop()
 
 
-def _match(code: Sequence[Token]) -> dict[int, int] | None:
+def match_brackets(code: Sequence[Token]) -> dict[int, int] | None:
     """Index of each bracket's partner (both ways), or None when they do not balance."""
     pairs = {b")": b"(", b"]": b"[", b"}": b"{"}
     stack: list[int] = []
@@ -321,18 +321,25 @@ def _match(code: Sequence[Token]) -> dict[int, int] | None:
     return None if stack else match
 
 
-class _Parser:
+class TokenView:
+    """Code tokens and their brackets' partners (:func:`match_brackets`), read by index:
+    the text of a token (empty past either end) and whether it is a word."""
+
     def __init__(self, code: Sequence[Token], match: Mapping[int, int]) -> None:
         self.code = code
         self.match = match
-        self.out: list[Item] = []
 
     def text(self, k: int) -> bytes:
         return self.code[k][1] if 0 <= k < len(self.code) else b""
 
     def is_word(self, k: int) -> bool:
-        t = self.text(k)
-        return bool(t) and _WORD.fullmatch(t) is not None
+        return WORD.fullmatch(self.text(k)) is not None
+
+
+class _Parser(TokenView):
+    def __init__(self, code: Sequence[Token], match: Mapping[int, int]) -> None:
+        super().__init__(code, match)
+        self.out: list[Item] = []
 
     def end_of(self, k: int) -> int:
         """The byte offset just after token ``k`` (a ``;`` or ``}``)."""
@@ -393,7 +400,7 @@ class _Parser:
         close = self.match[g]
         inner = [self.text(i) for i in range(g + 1, close)]
         if not inner or not all(
-            (x == b"," if i % 2 else _WORD.fullmatch(x) is not None and x.decode() not in KEYWORDS)
+            (x == b"," if i % 2 else WORD.fullmatch(x) is not None and x.decode() not in KEYWORDS)
             for i, x in enumerate(inner)
         ):
             return None
@@ -413,7 +420,7 @@ class _Parser:
         name = self.text(g - 1).decode("utf-8", "replace")
         if name in KEYWORDS:
             return
-        pinned = _LOADED.fullmatch(name) is not None or any(
+        pinned = LOADED.fullmatch(name) is not None or any(
             self.text(i) in _PINNING_ATTRIBUTES for i in range(start, brace)
         )
         close = self.match[brace]
@@ -649,4 +656,20 @@ def _pastes(name: str, fragments: Collection[str]) -> bool:
     return any(f == name or (len(f) >= 3 and f in name) for f in fragments)
 
 
-__all__ = ["C_SUFFIXES", "CFile", "Dead", "Item", "dead_items", "is_c", "mentions_only", "parse"]
+__all__ = [
+    "CXX_TOKENS",
+    "C_SUFFIXES",
+    "LOADED",
+    "WORD",
+    "CFile",
+    "Dead",
+    "Item",
+    "Lexer",
+    "TokenView",
+    "dead_items",
+    "is_c",
+    "lex",
+    "match_brackets",
+    "mentions_only",
+    "parse",
+]

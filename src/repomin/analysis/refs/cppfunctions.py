@@ -41,15 +41,15 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 from repomin.analysis.refs.cfunctions import (
-    _CXX,
-    _LOADED,
-    _WORD,
+    CXX_TOKENS,
+    LOADED,
     MAX_PARSE_BYTES,
     CFile,
     Item,
     Token,
-    _lex,
-    _match,
+    TokenView,
+    lex,
+    match_brackets,
     mentions_only,
 )
 
@@ -91,8 +91,8 @@ def is_cxx(path: str, data: bytes) -> bool:
         return True
     if not lower.endswith((".h", ".inc")) or len(data) > MAX_PARSE_BYTES:
         return False
-    lexed = _lex(data)
-    return lexed is not None and any(text in _CXX for _, text in lexed.code)
+    lexed = lex(data)
+    return lexed is not None and any(text in CXX_TOKENS for _, text in lexed.code)
 
 
 @lru_cache(maxsize=4096)
@@ -101,10 +101,10 @@ def parse(data: bytes) -> CFile:
     mentions only when this reader cannot follow it."""
     if len(data) > MAX_PARSE_BYTES or _RAW_STRING.search(data):
         return mentions_only(data)
-    lexed = _lex(data)
+    lexed = lex(data)
     if lexed is None:
         return mentions_only(data)
-    match = _match(lexed.code)
+    match = match_brackets(lexed.code)
     if match is None:
         return mentions_only(data)
     items = _Reader(lexed.code, match, data).items()
@@ -168,20 +168,13 @@ class _Segment:
         self.last = t
 
 
-class _Reader:
+class _Reader(TokenView):
     """Reads a scope's tokens into definitions, entering namespaces and class bodies."""
 
     def __init__(self, code: Sequence[Token], match: Mapping[int, int], data: bytes) -> None:
-        self.code = code
-        self.match = match
+        super().__init__(code, match)
         self.data = data
         self.out: list[Item] = []
-
-    def text(self, k: int) -> bytes:
-        return self.code[k][1] if 0 <= k < len(self.code) else b""
-
-    def is_word(self, k: int) -> bool:
-        return _WORD.fullmatch(self.text(k)) is not None
 
     def items(self) -> list[Item]:
         self.scope(0, len(self.code), None)
@@ -321,7 +314,7 @@ class _Reader:
             or self.text(head - 2) == b"~"
             or (owner is not None and name == owner)
             or (self.text(head - 2) == b"::" and self.text(head - 3) == name)
-            or _LOADED.fullmatch(name.decode("utf-8", "replace")) is not None
+            or LOADED.fullmatch(name.decode("utf-8", "replace")) is not None
         )
         first = start
         while first < head - 1:
