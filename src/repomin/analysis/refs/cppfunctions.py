@@ -89,7 +89,14 @@ def is_cxx(path: str, data: bytes) -> bool:
     lower = path.lower()
     if lower.endswith(CXX_SUFFIXES):
         return True
-    if not lower.endswith((".h", ".inc")) or len(data) > MAX_PARSE_BYTES:
+    return lower.endswith((".h", ".inc")) and _holds_cxx(data)
+
+
+@lru_cache(maxsize=4096)
+def _holds_cxx(data: bytes) -> bool:
+    """C++ tokens (``::``, ``namespace``, ``template``, ``class``) in the code of ``data``
+    (the refs pass asks again for every unchanged header whenever a C or C++ file changed)."""
+    if len(data) > MAX_PARSE_BYTES:
         return False
     lexed = lex(data)
     return lexed is not None and any(text in CXX_TOKENS for _, text in lexed.code)
