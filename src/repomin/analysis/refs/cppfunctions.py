@@ -77,11 +77,7 @@ _RAW_STRING = re.compile(rb'(?:\b|(?<=[uUL8]))R"[^\s()\\]{0,16}\(')
 def _tail_word(t: bytes) -> bool:
     """An attribute or a macro in a definition's tail (``__attribute__``,
     ``_GLIBCXX_NOEXCEPT``, ``RAPIDJSON_NOEXCEPT``)."""
-    return (
-        t.startswith(b"__")
-        or _MACRO.fullmatch(t) is not None
-        or (t.startswith(b"_") and _MACRO.fullmatch(t[1:]) is not None)
-    )
+    return t.startswith(b"__") or _MACRO.fullmatch(t) is not None  # _MACRO allows a leading _
 
 
 def is_cxx(path: str, data: bytes) -> bool:
