@@ -4,8 +4,9 @@ The trace cut gets the first traced run, the references cut the command, the sho
 command and the baseline's failing output, the stack cut and ``alone`` that output, the carve
 pass those and the capture run, the semantic pass its client and failure context, and every
 pass the shared search hints (trace and reference-distance priors of the learning deletion
-search, the re-trace callback); then the content passes learn what the ordered pass settled and
-the restart pass what it restarts.
+search, the re-trace callback); the line search whether the statement search runs beside it;
+then the content passes learn what the ordered pass settled and the restart pass what it
+restarts.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from repomin.passes import REGISTRY, Pass
 from repomin.passes.alone import AloneCut
 from repomin.passes.carve import Capture, CarveCall
 from repomin.passes.hints import SearchHints, attach
+from repomin.passes.lines import DeleteLines
 from repomin.passes.ordered import wrap_unsettled
 from repomin.passes.refs import RefsCut
 from repomin.passes.restart import bind_restart
@@ -64,6 +66,9 @@ def pass_instances(
         context = failure_context(options.command, describe_spec(options.spec))
         instances["semantic"] = SemanticReduce(SemanticClient(options.semantic), context)
     attach(instances, hints)
+    lines = instances.get("lines")
+    if isinstance(lines, DeleteLines):
+        lines.bind(instances)
     wrap_unsettled(instances)
     bind_restart(instances)
     for one in (shortcut, stack, alone, carve):

@@ -6,6 +6,18 @@ in a Python or JSON file that currently parses, a candidate that does not parse 
 (it becomes a no-op and costs no run). With ``--jobs``, a search that a folded candidate cut
 short (the file is not what it searched any more) starts again on the new content.
 
+Where the ``python`` pass is scheduled, a line of a Python file it reduces that is a whole
+statement of its own (``PySource.one_line_units``) and binds no name (a call, ``return``,
+``raise``, ``assert``, ``pass``: ``python_names.NameHolds``) is not a unit here: deleting that
+line is the very candidate of that pass's statement search, which tests every statement alone
+against the tree it ends with, so a line search after it would test each such line again (on a
+file the statement search has just left, almost always to a rejection). A statement that binds
+a name stays a unit: the statement search goes down the bodies level by level, so an import or
+an assignment it kept for a reader in a body below may be free once that body has shrunk, and
+the line search is where it goes in the same round. The lines inside multi-line statements
+(elements of a literal, arguments of a call), compound headers and everything in other files
+stay units.
+
 The files' searches go to the search layer together (``search.deletion.lockstep``), which
 decides how they share the slots: with batch slots every round's batch takes candidates from
 every file that has work, each file keeping its own search (its own density), its priors, its
@@ -16,13 +28,15 @@ another. A file whose search was cut short is searched again on its new content.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from repomin.passes.textedit import Guard, syntax_guard, text_files
+from repomin.passes.python_names import NameHolds
+from repomin.passes.python_source import PySource
+from repomin.passes.textedit import Guard, compiles, is_python, syntax_guard, text_files
 from repomin.search.deletion.learning import SURVIVOR_PRIOR
 from repomin.search.deletion.lockstep import learn_together
-from repomin.search.problem import Problem
+from repomin.search.problem import Pass, Problem
 from repomin.tree import Entry, Tree
 
 #: A search cut short by a folded candidate starts again on the new content at most this often.
@@ -35,6 +49,12 @@ class DeleteLines:
     def __init__(self) -> None:
         #: (path, line) pairs that survived an earlier search: tested alone first next time.
         self.survived: set[tuple[str, bytes]] = set()
+        #: The ``python`` pass is scheduled: its one-line statements are not units here.
+        self.statements_elsewhere = False
+
+    def bind(self, instances: Mapping[str, Pass]) -> None:
+        """Learn whether the ``python`` pass runs in the same reduction (module doc)."""
+        self.statements_elsewhere = "python" in instances
 
     def run(self, problem: Problem) -> None:
         paths = text_files(problem)
@@ -51,14 +71,20 @@ class DeleteLines:
         """The searches of every file of ``paths`` (``search.deletion.lockstep``); returns the
         files whose search a folded candidate cut short (the caller searches them again)."""
         start = problem.current
+        split = [self._split(path, start[path].data) for path in paths]
+        paths = [path for path, (units, _) in zip(paths, split, strict=True) if units]
+        split = [(units, held) for units, held in split if units]
         guards = [syntax_guard(path, start[path].data) for path in paths]
         members: list[tuple[list[tuple[int, bytes]], list[float]]] = []
-        for path in paths:
-            lines = start[path].data.splitlines(keepends=True)
-            members.append((list(enumerate(lines)), self._priors(path, lines)))
+        for path, (units, held) in zip(paths, split, strict=True):
+            priors = self._priors(path, [line for _, line in sorted([*units, *held.items()])])
+            members.append((units, [priors[i] for i, _ in units]))
 
         def build(remaining: Sequence[Sequence[tuple[int, bytes]] | None]) -> Tree:
-            return rebuild(problem.current, paths, remaining, guards)
+            whole = [
+                None if r is None else with_held(r, split[k][1]) for k, r in enumerate(remaining)
+            ]
+            return rebuild(problem.current, paths, whole, guards)
 
         def describe(k: int, chunk: Sequence[tuple[int, bytes]]) -> str:
             return f"delete {where(sorted(i + 1 for i, _ in chunk))} of {paths[k]}"
@@ -71,7 +97,14 @@ class DeleteLines:
             entry = problem.current.entries.get(paths[k])
             if entry is None:
                 return [False] * len(kept)
-            return still_there([line for _, line in kept], entry.data)
+            held = split[k][1]
+            whole = with_held(kept, held)
+            mask = still_there([line for _, line in whole], entry.data)
+            if mask is None or not all(
+                m for (i, _), m in zip(whole, mask, strict=True) if i in held
+            ):
+                return None  # a held line went too: not a deletion of this search's units
+            return [m for (i, _), m in zip(whole, mask, strict=True) if i not in held]
 
         results = learn_together(problem, self.name, members, build, describe, version, sync)
         for path, kept in zip(paths, results, strict=True):
@@ -79,12 +112,39 @@ class DeleteLines:
                 self.survived.update((path, line) for _, line in kept)
         return [path for path, kept in zip(paths, results, strict=True) if kept is None]
 
+    def _split(self, path: str, data: bytes) -> tuple[list[tuple[int, bytes]], dict[int, bytes]]:
+        """The numbered lines of ``path`` that are units of this search, and those held for
+        the ``python`` pass (module doc): none without it, or in a file it does not reduce
+        (not Python, not compiling, not UTF-8)."""
+        lines = list(enumerate(data.splitlines(keepends=True)))
+        src = None
+        if self.statements_elsewhere and is_python(path, data) and compiles(data, path):
+            src = PySource.parse(data)
+        if src is None:
+            return lines, {}
+        units = src.one_line_units()
+        try:
+            binds = NameHolds(src, units, ()).binds
+        except RecursionError:  # an expression nested deeper than the walk goes: hold nothing
+            return lines, {}
+        held = {u.line - 1 for u, names in zip(units, binds, strict=True) if not names}
+        return [(i, ln) for i, ln in lines if i not in held], {
+            i: ln for i, ln in lines if i in held
+        }
+
 
 def where(numbers: Sequence[int]) -> str:
     """``line 3`` / ``lines 3-9`` / ``2 of lines 3-9`` for sorted line numbers (from 1)."""
     first, last = numbers[0], numbers[-1]
     text = f"line {first}" if first == last else f"lines {first}-{last}"
     return text if len(numbers) == last - first + 1 else f"{len(numbers)} of {text}"
+
+
+def with_held(
+    kept: Sequence[tuple[int, bytes]], held: Mapping[int, bytes]
+) -> list[tuple[int, bytes]]:
+    """A search's kept lines with the lines it holds, in file order."""
+    return sorted([*kept, *held.items()]) if held else list(kept)
 
 
 def rebuild(

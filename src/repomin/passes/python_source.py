@@ -100,6 +100,23 @@ class PySource:
             units.append(Unit(start, end, first, indentation(self.line(first))))
         return units, fixed
 
+    def one_line_units(self) -> list[Unit]:
+        """The units of every body, at any depth, that are each one whole line: the statement
+        deletions the ``python`` pass tests alone, each of which deletes exactly that line."""
+        found: list[Unit] = []
+        level: list[Loc] = [()]
+        while level:
+            below: list[Loc] = []
+            for loc in level:
+                body = self.body_at(loc)
+                if body is None:
+                    continue
+                units, _ = self.units(body)
+                found.extend(u for u in units if u.end - u.start == len(self.line(u.line)))
+                below.extend(child_locs(body, loc))
+            level = below
+        return sorted(found, key=lambda u: u.start)
+
     def body_at(self, loc: Loc) -> list[ast.stmt] | None:
         body: list[ast.stmt] = self.module.body
         for index, field, sub in loc:
