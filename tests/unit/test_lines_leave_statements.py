@@ -71,9 +71,8 @@ def _lines(bound: bool) -> DeleteLines:
 
 def test_with_python_scheduled_no_candidate_deletes_a_held_line_alone() -> None:
     tree = text_tree({"m.py": SOURCE, "notes.txt": "one\ntwo\n"})
-    problem = PredicateProblem(tree, lambda t: False)  # every candidate rejected
-    asked: list[Tree] = []
-    problem.predicate = lambda t: asked.append(t) or False  # type: ignore[func-returns-value]
+    asked: list[Tree] = []  # every candidate rejected, every one recorded
+    problem = PredicateProblem(tree, lambda t: asked.append(t) or False)  # type: ignore[func-returns-value]
     _lines(True).run(problem)
     for t in asked:
         if "m.py" in t and t["m.py"].data != SOURCE:

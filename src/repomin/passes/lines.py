@@ -76,8 +76,8 @@ class DeleteLines:
         split = [(units, held) for units, held in split if units]
         guards = [syntax_guard(path, start[path].data) for path in paths]
         members: list[tuple[list[tuple[int, bytes]], list[float]]] = []
-        for path, (units, held) in zip(paths, split, strict=True):
-            priors = self._priors(path, [line for _, line in sorted([*units, *held.items()])])
+        for path, (units, _) in zip(paths, split, strict=True):
+            priors = self._priors(path, start[path].data.splitlines(keepends=True))
             members.append((units, [priors[i] for i, _ in units]))
 
         def build(remaining: Sequence[Sequence[tuple[int, bytes]] | None]) -> Tree:
