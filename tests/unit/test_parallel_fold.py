@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import pytest
 
@@ -22,17 +24,31 @@ def _evaluate(verdicts: dict[int, bool], delay: dict[int, float]):  # type: igno
     return evaluate
 
 
+@dataclass
+class _Steps:
+    """``FoldSteps`` over integer candidates, each prepared as itself unless ``prepare`` says
+    otherwise."""
+
+    evaluate: Callable[[int, threading.Event], bool | None]
+    prepare: Callable[[int], int | None] = lambda c: c
+    fold: Callable[[int], bool] = lambda p: True
+
+    def accepted(self, result: bool | None) -> bool:
+        return bool(result)
+
+    def spare(self) -> None:
+        return None
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_fold_keeps_every_compatible_acceptance_in_order(seed: int) -> None:
     rng = random.Random(seed)
     verdicts = {i: rng.random() < 0.6 for i in range(30)}
     delay = {i: rng.random() * 0.004 for i in range(30)}
-    fold = fold_accepted(
-        range(30), lambda c: c, _evaluate(verdicts, delay), bool, lambda p: True, 3, 100
-    )
-    assert [i for i, _, _, _ in fold.accepted] == [i for i in range(30) if verdicts[i]]
-    assert [r[0] for r in fold.results] == list(range(30))
-    assert all(r[3] == ("accepted" if verdicts[r[0]] else "rejected") for r in fold.results)
+    fold = fold_accepted(range(30), _Steps(_evaluate(verdicts, delay)), 3, 100)
+    assert [f.order for f in fold.accepted] == [i for i in range(30) if verdicts[i]]
+    assert [r.order for r in fold.results] == list(range(30))
+    assert all(r.status == ("accepted" if verdicts[r.order] else "rejected") for r in fold.results)
 
 
 def test_fold_stops_at_first_conflict_and_at_the_limit() -> None:
@@ -45,25 +61,16 @@ def test_fold_stops_at_first_conflict_and_at_the_limit() -> None:
         folded.append(c)
         return True
 
-    fold = fold_accepted(range(20), lambda c: c, _evaluate(verdicts, {}), bool, fold_in, 2, 100)
-    assert [i for i, _, _, _ in fold.accepted] == [0, 1, 2, 3, 4]
-    assert [r[0] for r in fold.results] == list(range(len(fold.results)))
-    assert all(r[3] == "superseded" for r in fold.results if r[0] >= 5)
+    fold = fold_accepted(range(20), _Steps(_evaluate(verdicts, {}), fold=fold_in), 2, 100)
+    assert [f.order for f in fold.accepted] == [0, 1, 2, 3, 4]
+    assert [r.order for r in fold.results] == list(range(len(fold.results)))
+    assert all(r.status == "superseded" for r in fold.results if r.order >= 5)
     # A candidate that cannot be prepared (rebased) ends the round before it runs.
-    stopped = fold_accepted(
-        range(20),
-        lambda c: None if c == 7 else c,
-        _evaluate(verdicts, {}),
-        bool,
-        lambda p: True,
-        2,
-        100,
-    )
-    assert [i for i, _, _, _ in stopped.accepted] == list(range(7))
-    limited = fold_accepted(
-        range(20), lambda c: c, _evaluate(verdicts, {}), bool, lambda p: True, 2, 3
-    )
-    assert [i for i, _, _, _ in limited.accepted] == [0, 1, 2]
+    unless_7 = _Steps(_evaluate(verdicts, {}), prepare=lambda c: None if c == 7 else c)
+    stopped = fold_accepted(range(20), unless_7, 2, 100)
+    assert [f.order for f in stopped.accepted] == list(range(7))
+    limited = fold_accepted(range(20), _Steps(_evaluate(verdicts, {})), 2, 3)
+    assert [f.order for f in limited.accepted] == [0, 1, 2]
 
 
 def test_fold_propagates_exceptions() -> None:
@@ -73,7 +80,7 @@ def test_fold_propagates_exceptions() -> None:
         return False
 
     with pytest.raises(RuntimeError):
-        fold_accepted(range(10), lambda c: c, evaluate, bool, lambda p: True, 2, 10)
+        fold_accepted(range(10), _Steps(evaluate), 2, 10)
 
 
 def test_three_way_merge() -> None:

@@ -205,7 +205,7 @@ def test_race_returns_the_first_accepted_in_proposal_order(seed: int) -> None:
     race = first_accepted_lanes(range(12), evaluate, lambda v: v, 4, key=str)
     first = next((i for i in range(12) if accept[i]), None)
     assert race.winner_candidate == first
-    statuses = {i: status for i, _, _, status in race.results}
+    statuses = {r.order: r.status for r in race.results}
     limit = 12 if first is None else first
     assert all(statuses[i] == "rejected" for i in range(limit))
     assert all(s == "superseded" for i, s in statuses.items() if first is not None and i > first)
@@ -220,7 +220,7 @@ def test_an_equal_candidate_waits_for_the_one_in_flight() -> None:
         return False
 
     race = first_accepted_lanes([1, 1, 2], evaluate, lambda v: v, 4, key=str)
-    assert [s for _, _, _, s in race.results] == ["rejected"] * 3
+    assert [r.status for r in race.results] == ["rejected"] * 3
     assert starts[:2] == [1, 1] or starts[:2] == [1, 2]  # the second 1 started after the first
 
 

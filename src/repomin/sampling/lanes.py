@@ -30,7 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Generic, TypeVar, cast
 
 from repomin.sampling.budget import Cancelled
-from repomin.sampling.parallel import Race, supersede_rest
+from repomin.sampling.parallel import Judged, Race, supersede_rest
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -244,7 +244,7 @@ class _LaneRace(Generic[C, T]):
         self.runners = ThreadPoolExecutor(max_workers=pool.jobs, thread_name_prefix="repomin-r")
         self.inflight: dict[int, tuple[C, Future[T], threading.Event]] = {}
         self.done: dict[int, tuple[C, T | None, BaseException | None]] = {}
-        self.results: list[tuple[int, C, T | None, str]] = []
+        self.results: list[Judged[C, T]] = []
         self.held: C | None = None  # pulled, not started yet (an equal one is in flight)
         self.exhausted = False
         self.index = 0  # candidates started
@@ -259,10 +259,10 @@ class _LaneRace(Generic[C, T]):
                     raise exc
                 res = cast(T, maybe)
                 if self.accepted(res):
-                    self.results.append((self.decided, cand, res, "accepted"))
+                    self.results.append(Judged(self.decided, cand, res, "accepted"))
                     supersede_rest(self.inflight, self.done, self.results)
                     return Race(self.decided, cand, res, self.results)
-                self.results.append((self.decided, cand, res, "rejected"))
+                self.results.append(Judged(self.decided, cand, res, "rejected"))
                 self.decided += 1
             if self.exhausted and self.held is None and self.decided == self.index:
                 return Race(None, None, None, self.results)

@@ -17,11 +17,25 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar, cast
+from typing import Generic, NamedTuple, Protocol, TypeVar, cast
 
 T = TypeVar("T")
 C = TypeVar("C")
 T_co = TypeVar("T_co", covariant=True)
+C_contra = TypeVar("C_contra", contravariant=True)
+
+
+class Judged(NamedTuple, Generic[C, T]):
+    """One candidate of a race or a folding round, once it is over for it."""
+
+    #: Its place in proposal order.
+    order: int
+    candidate: C
+    #: Its verdict, or None when it never finished (cancelled between samples).
+    result: T | None
+    #: ``accepted``, ``rejected`` or ``superseded`` (after an earlier acceptance, or past the
+    #: end of a folding round).
+    status: str
 
 
 class Samples(Protocol[T_co]):
@@ -85,7 +99,7 @@ class Race(Generic[C, T]):
     winner: int | None
     winner_candidate: C | None
     winner_result: T | None
-    results: list[tuple[int, C, T | None, str]]  # (index, candidate, result, status)
+    results: list[Judged[C, T]]
 
 
 def first_accepted(
@@ -101,14 +115,14 @@ def first_accepted(
     ``evaluate`` (budget, interrupt) cancel everything in flight and propagate.
     """
     it: Iterator[C] = iter(candidates)
-    results: list[tuple[int, C, T | None, str]] = []
+    results: list[Judged[C, T]] = []
     if jobs <= 1:
         for i, cand in enumerate(it):
             res = evaluate(cand, threading.Event())
             if accepted(res):
-                results.append((i, cand, res, "accepted"))
+                results.append(Judged(i, cand, res, "accepted"))
                 return Race(i, cand, res, results)
-            results.append((i, cand, res, "rejected"))
+            results.append(Judged(i, cand, res, "rejected"))
         return Race(None, None, None, results)
 
     pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="repomin-c")
@@ -143,10 +157,10 @@ def first_accepted(
                     raise exc
                 res = cast(T, maybe)
                 if accepted(res):
-                    results.append((decided, cand, res, "accepted"))
+                    results.append(Judged(decided, cand, res, "accepted"))
                     supersede_rest(inflight, done, results)
                     return Race(decided, cand, res, results)
-                results.append((decided, cand, res, "rejected"))
+                results.append(Judged(decided, cand, res, "rejected"))
                 decided += 1
     except BaseException:
         for _, fut, ev in inflight.values():
@@ -160,7 +174,7 @@ def first_accepted(
 def supersede_rest(
     inflight: dict[int, tuple[C, Future[T], threading.Event]],
     done: dict[int, tuple[C, T | None, BaseException | None]],
-    results: list[tuple[int, C, T | None, str]],
+    results: list[Judged[C, T]],
 ) -> None:
     """The winner is decided: cancel every later candidate between samples; each one is
     ``superseded`` (a verdict it completed stays in the cache). Shared by the deterministic
@@ -172,10 +186,10 @@ def supersede_rest(
             res: T | None = fut.result()
         except BaseException:
             res = None
-        results.append((idx, cand, res, "superseded"))
+        results.append(Judged(idx, cand, res, "superseded"))
     inflight.clear()
     for idx, (cand, res, _) in sorted(done.items()):
-        results.append((idx, cand, res, "superseded"))
+        results.append(Judged(idx, cand, res, "superseded"))
     done.clear()
 
 
@@ -226,51 +240,72 @@ class SampleStream(Generic[T]):
 
 # -- folding several accepted candidates (deterministic commands) ------------------------------
 
-#: A round folds at most this many accepted candidates per slot.
-FOLD_LIMIT = 8
-
 P = TypeVar("P")
+
+
+class Folded(NamedTuple, Generic[C, P, T]):
+    """An accepted candidate folded into a round's result."""
+
+    #: Its place in proposal order.
+    order: int
+    candidate: C
+    #: What ran: the candidate as the caller prepared it (rebased onto the round's merge).
+    prepared: P
+    result: T
 
 
 @dataclass(slots=True)
 class Fold(Generic[C, P, T]):
-    """Outcome of a folding round: every folded (accepted) candidate, in proposal order."""
+    """Outcome of a folding round: every folded (accepted) candidate, in proposal order, and
+    every candidate of the round, in proposal order."""
 
-    accepted: list[tuple[int, C, P, T]]
-    results: list[tuple[int, C, T | None, str]]  # (index, candidate, result, status)
+    accepted: list[Folded[C, P, T]]
+    results: list[Judged[C, T]]
+
+
+class FoldSteps(Protocol[C_contra, P, T]):
+    """What :func:`fold_accepted` asks of its caller for one round."""
+
+    def prepare(self, candidate: C_contra) -> P | None:
+        """What to evaluate (the candidate rebased onto everything folded so far), or None
+        when it cannot be merged, which ends the round. Called at dispatch, in proposal
+        order, in the calling thread."""
+        ...
+
+    def evaluate(self, prepared: P, cancel: threading.Event) -> T:
+        """The verdict (in a slot's thread; ``cancel``: stop between samples)."""
+        ...
+
+    def accepted(self, result: T) -> bool: ...
+
+    def fold(self, prepared: P) -> bool:
+        """Fold an accepted candidate in (in proposal order); False on a conflict, which
+        ends the round."""
+        ...
+
+    def spare(self) -> Callable[[], object] | None:
+        """Work for a slot left idle once the candidates are exhausted (speculative work
+        whose results the caller finds later in its cache), or None."""
+        ...
 
 
 def fold_accepted(
-    candidates: Iterable[C],
-    prepare: Callable[[C], P | None],
-    evaluate: Callable[[P, threading.Event], T],
-    accepted: Callable[[T], bool],
-    fold: Callable[[P], bool],
-    jobs: int,
-    max_accepted: int,
-    spare: Callable[[], Callable[[], object] | None] | None = None,
+    candidates: Iterable[C], steps: FoldSteps[C, P, T], jobs: int, max_accepted: int
 ) -> Fold[C, P, T]:
     """Evaluate candidates with ``jobs`` in flight and fold *every* accepted one into the
     round's result instead of stopping at the first.
 
-    ``prepare(c)`` runs when ``c`` is dispatched (in the calling thread, in proposal order) and
-    returns what to evaluate -- the caller rebases the candidate onto everything folded so far
-    -- or None when it cannot be merged, which ends the round. ``fold(p)`` runs for each
-    accepted candidate when it is decided, in proposal order, and returns False on a conflict
-    (the round ends there). The set folded therefore depends only on the verdicts, never on
-    completion order. Candidates past the end are ``superseded`` (cancelled between samples,
-    or never started). Exceptions cancel everything and propagate.
-
-    Once the candidates are exhausted, slots left idle by the last candidates take work from
-    ``spare()`` (a thunk, or None when there is none): the caller's speculative work whose
-    results it finds later in its cache (the verification of the merge, stale rejections
-    rebased onto it). Their results are not part of the round.
+    Each candidate is prepared when it is dispatched and, once accepted and decided in
+    proposal order, folded in (:class:`FoldSteps`); the round ends at ``max_accepted`` folded
+    candidates, at a candidate that cannot be prepared and at a conflict. The set folded
+    therefore depends only on the verdicts, never on completion order. Candidates past the end
+    are ``superseded`` (cancelled between samples, or never started). Exceptions cancel
+    everything and propagate. Once the candidates are exhausted, slots left idle by the last
+    ones run the steps' spare work; its results are not part of the round.
     """
     width = max(1, jobs)
     pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="repomin-f")
-    state = _FoldRound(
-        iter(candidates), prepare, evaluate, accepted, fold, width, max_accepted, spare, pool
-    )
+    state = _FoldRound(iter(candidates), steps, width, max_accepted, pool)
     try:
         while True:
             state.dispatch()
@@ -286,7 +321,7 @@ def fold_accepted(
                 break
         for f in state.spares:
             f.result()
-        return Fold(state.kept, sorted(state.results, key=lambda r: r[0]))
+        return Fold(state.kept, sorted(state.results, key=lambda r: r.order))
     except BaseException:
         for _, _, fut, ev in state.inflight.values():
             ev.set()
@@ -301,17 +336,13 @@ class _FoldRound(Generic[C, P, T]):
     """The state of one :func:`fold_accepted` round and its steps (all in the calling thread)."""
 
     it: Iterator[C]
-    prepare: Callable[[C], P | None]
-    evaluate: Callable[[P, threading.Event], T]
-    accepted: Callable[[T], bool]
-    fold: Callable[[P], bool]
+    steps: FoldSteps[C, P, T]
     width: int
     max_accepted: int
-    spare: Callable[[], Callable[[], object] | None] | None
     pool: ThreadPoolExecutor
-    results: list[tuple[int, C, T | None, str]] = field(default_factory=list)
+    results: list[Judged[C, T]] = field(default_factory=list)
     spares: list[Future[object]] = field(default_factory=list)
-    kept: list[tuple[int, C, P, T]] = field(default_factory=list)
+    kept: list[Folded[C, P, T]] = field(default_factory=list)
     inflight: dict[int, tuple[C, P, Future[T], threading.Event]] = field(default_factory=dict)
     done: dict[int, tuple[C, P, T | None, BaseException | None]] = field(default_factory=dict)
     next_index: int = 0
@@ -328,23 +359,23 @@ class _FoldRound(Generic[C, P, T]):
             except StopIteration:
                 self.pulling = False
                 break
-            prepared = self.prepare(cand)
+            prepared = self.steps.prepare(cand)
             if prepared is None:
-                self.results.append((self.next_index, cand, None, "superseded"))
+                self.results.append(Judged(self.next_index, cand, None, "superseded"))
                 self.end, self.pulling = self.next_index, False
                 break
             ev = threading.Event()
-            fut = self.pool.submit(self.evaluate, prepared, ev)
+            fut = self.pool.submit(self.steps.evaluate, prepared, ev)
             self.inflight[self.next_index] = (cand, prepared, fut, ev)
             self.next_index += 1
 
     def run_spares(self) -> None:
         """Candidates exhausted: give the slots left idle the caller's ``spare`` work."""
         self.spares = [f for f in self.spares if not f.done()]
-        while self.spare is not None and not self.pulling and self.end is None and self.inflight:
+        while not self.pulling and self.end is None and self.inflight:
             if len(self.inflight) + len(self.spares) >= self.width:
                 break
-            work = self.spare()
+            work = self.steps.spare()
             if work is None:
                 break
             self.spares.append(self.pool.submit(work))
@@ -366,15 +397,15 @@ class _FoldRound(Generic[C, P, T]):
             if exc is not None:
                 raise exc
             res = cast(T, maybe)
-            if not self.accepted(res):
-                self.results.append((self.decided, cand, res, "rejected"))
-            elif self.fold(prepared):
-                self.kept.append((self.decided, cand, prepared, res))
-                self.results.append((self.decided, cand, res, "accepted"))
+            if not self.steps.accepted(res):
+                self.results.append(Judged(self.decided, cand, res, "rejected"))
+            elif self.steps.fold(prepared):
+                self.kept.append(Folded(self.decided, cand, prepared, res))
+                self.results.append(Judged(self.decided, cand, res, "accepted"))
                 if len(self.kept) >= self.max_accepted:
                     self.end = self.decided + 1
             else:
-                self.results.append((self.decided, cand, res, "superseded"))
+                self.results.append(Judged(self.decided, cand, res, "superseded"))
                 self.end = self.decided
                 return
             self.decided += 1
@@ -390,7 +421,7 @@ class _FoldRound(Generic[C, P, T]):
                 late: T | None = fut.result()
             except BaseException:
                 late = None
-            self.results.append((idx, cand, late, "superseded"))
+            self.results.append(Judged(idx, cand, late, "superseded"))
         for idx, (cand, _, late, _) in sorted(self.done.items()):
-            self.results.append((idx, cand, late, "superseded"))
+            self.results.append(Judged(idx, cand, late, "superseded"))
         self.inflight.clear()

@@ -21,7 +21,15 @@ from repomin.sampling.accounting import Ledger
 from repomin.sampling.lanes import Lane, evaluate_all_lanes, first_accepted_lanes
 from repomin.sampling.oracle import Cancelled, Oracle, StopSearch, Verdict
 from repomin.sampling.parallel import evaluate_all, first_accepted
-from repomin.search.fold import AheadFinal, Decide, Evaluate, J, fold_batch, fold_round
+from repomin.search.fold import (
+    AheadFinal,
+    Candidate,
+    Decide,
+    Evaluate,
+    J,
+    fold_batch,
+    fold_round,
+)
 from repomin.search.incumbent import Incumbent
 from repomin.search.problem import Batch
 from repomin.tree import Tree
@@ -149,12 +157,11 @@ class Decider:
 
     def _evaluator(self, phase: str) -> Evaluate:
         def evaluate(
-            item: tuple[int, Tree, str], cancel: threading.Event, lane: Lane[bool] | None = None
+            candidate: Candidate, cancel: threading.Event, lane: Lane[bool] | None = None
         ) -> Verdict | None:
-            _, tree, _ = item
             label = self.next_label(phase)
             try:
-                return self.oracle.evaluate(tree, phase, label, cancel, lane=lane)
+                return self.oracle.evaluate(candidate.tree, phase, label, cancel, lane=lane)
             except Cancelled:
                 return None
             except StopSearch:
@@ -171,12 +178,12 @@ class Decider:
         incumbent = self.current
         ledger = self.ledger
 
-        def live() -> Iterable[tuple[int, Tree, str]]:
+        def live() -> Iterable[Candidate]:
             for pos, (tree, description) in enumerate(candidates):
                 if not tree.reduces(incumbent):
                     ledger.attempt(phase, "no_op")
                     continue
-                yield pos, tree, description
+                yield Candidate(pos, tree, description)
 
         evaluate = self._evaluator(phase)
         design = self.oracle.design()
@@ -188,22 +195,23 @@ class Decider:
             return v is not None and v.accepted
 
         if width > 1:
-            race = first_accepted_lanes(live(), evaluate, won, width, lambda c: c[1].digest)
+            race = first_accepted_lanes(live(), evaluate, won, width, lambda c: c.tree.digest)
         else:
             race = first_accepted(live(), evaluate, won, 1)
-        for _, _, verdict, status in race.results:
-            if status == "accepted":
+        for judged in race.results:
+            if judged.status == "accepted":
                 continue
+            verdict = judged.result
             if verdict is not None and not verdict.accepted:
                 ledger.attempt(phase, "rejected")
             else:
                 ledger.attempt(phase, "superseded")
         if race.winner_candidate is None or race.winner_result is None:
             return None
-        pos, tree, description = race.winner_candidate
+        winner = race.winner_candidate
         ledger.attempt(phase, "accepted")
-        self.adopt(phase, description, tree, race.winner_result)
-        return pos
+        self.adopt(phase, winner.description, winner.tree, race.winner_result)
+        return winner.position
 
 
 __all__: Sequence[str] = ("Decider", "Labels")

@@ -24,10 +24,11 @@ import contextlib
 import difflib
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from repomin.sampling.oracle import Cancelled, StopSearch, Verdict
-from repomin.sampling.parallel import fold_accepted
+from repomin.sampling.parallel import Folded, fold_accepted
 from repomin.search.problem import Batch, Spare, Speculate
 from repomin.tree import Entry, Tree
 
@@ -39,7 +40,17 @@ if TYPE_CHECKING:
 #: A round folds at most this many accepted candidates per slot.
 FOLD_LIMIT = 8
 
-Item = tuple[int, Tree, str]  # (position, candidate tree, description)
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One proposal of a ``try_first`` call or a batch."""
+
+    #: Its place among the caller's candidates (what ``try_first`` returns).
+    position: int
+    tree: Tree
+    description: str
+
+
 J = TypeVar("J")
 #: How ``decide_all`` decides one job: given its cancel event and lane (None: its own slots).
 Decide = Callable[[J, threading.Event, "Lane[bool] | None"], "Verdict | None"]
@@ -49,7 +60,7 @@ class Evaluate(Protocol):
     """How ``try_first`` decides one candidate (``lane``: the slots it shares, flaky races)."""
 
     def __call__(
-        self, item: Item, cancel: threading.Event, lane: Lane[bool] | None = None
+        self, candidate: Candidate, cancel: threading.Event, lane: Lane[bool] | None = None
     ) -> Verdict | None: ...
 
 
@@ -87,12 +98,24 @@ class Folding(Protocol):
         ...
 
 
-Prepared = tuple[Item, "Delta", int]  # (rebased item, change, folded count at dispatch)
-#: The folded candidates of a round: (position, item, prepared, verdict).
-_Kept = list[tuple[int, Item, Prepared, Verdict | None]]
-
 #: A candidate's change against the incumbent: path -> new entry, or None for a deletion.
 Delta = dict[str, Entry | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Rebased:
+    """A candidate of a folding round as it runs: rebased onto everything folded when it was
+    dispatched (``candidate.tree`` is the rebased tree)."""
+
+    candidate: Candidate
+    #: Its own change against the incumbent (what folding it in adds to the merge).
+    delta: Delta
+    #: How many candidates were folded when it was dispatched.
+    folded: int
+
+
+#: The folded candidates of a round, in proposal order.
+_Kept = list[Folded[Candidate, Rebased, "Verdict | None"]]
 
 #: Files above this size are never merged line by line (two edits of one big file conflict).
 TEXT_MERGE_LIMIT = 256 * 1024
@@ -183,97 +206,92 @@ def _edits(base: list[bytes], new: list[bytes]) -> list[tuple[int, int, list[byt
 def fold_round(
     reduction: Folding,
     phase: str,
-    items: Iterable[Item],
-    evaluate: Callable[[Item, threading.Event], Verdict | None],
+    items: Iterable[Candidate],
+    evaluate: Callable[[Candidate, threading.Event], Verdict | None],
 ) -> int | None:
     """One ``try_first`` round with folding; adopts the result through ``reduction``."""
     folder = _RoundFolder(reduction, phase, evaluate)
     jobs = reduction.jobs
-    fold = fold_accepted(
-        items,
-        folder.prepare,
-        folder.run,
-        _judged,
-        folder.fold_in,
-        jobs,
-        FOLD_LIMIT * jobs,
-        folder.spare,
-    )
+    fold = fold_accepted(items, folder, jobs, FOLD_LIMIT * jobs)
     kept, adopted, verdict = _verified(reduction, phase, folder.merge, fold.accepted)
-    folded = {idx for idx, _, _, _ in kept}
+    folded = {k.order for k in kept}
     ledger = reduction.ledger
-    for idx, _, _, status in fold.results:
-        if status == "accepted" and idx in folded:
+    for judged in fold.results:
+        if judged.status == "accepted" and judged.order in folded:
             ledger.attempt(phase, "accepted")
-        elif status == "rejected":
+        elif judged.status == "rejected":
             ledger.attempt(phase, "rejected")
         else:
             ledger.attempt(phase, "superseded")
     if adopted is None or verdict is None:
         return None
     if len(kept) == 1:
-        description = kept[0][1][2]
+        description = kept[0].candidate.description
     else:
-        description = _fold_description([c[2] for _, c, _, _ in kept])
+        description = _fold_description([k.candidate.description for k in kept])
     reduction.adopt(phase, description, adopted, verdict)
-    return kept[0][1][0]
-
-
-def _judged(v: Verdict | None) -> bool:
-    return v is not None and v.accepted
+    return kept[0].candidate.position
 
 
 class _RoundFolder:
-    """The steps of one :func:`fold_round` and what they share: the merge of the candidates
-    folded so far against the incumbent, and the rejections (which the spare slots re-run
-    on the merge when they ran on an older one)."""
+    """The steps of one :func:`fold_round` (``parallel.FoldSteps``) and what they share: the
+    merge of the candidates folded so far against the incumbent, and the rejections (which the
+    spare slots re-run on the merge when they ran on an older one)."""
 
     def __init__(
         self,
         reduction: Folding,
         phase: str,
-        evaluate: Callable[[Item, threading.Event], Verdict | None],
+        evaluate: Callable[[Candidate, threading.Event], Verdict | None],
     ) -> None:
         self.reduction = reduction
         self.phase = phase
-        self.evaluate = evaluate
+        self.decide = evaluate
         self.incumbent = reduction.current
         self.merge = TreeMerge(self.incumbent)
-        self.rejected: list[Prepared] = []
+        self.rejected: list[Rebased] = []
         self.last_folded = -1
         self.lock = threading.Lock()
 
-    def prepare(self, item: Item) -> Prepared | None:
-        """``item`` rebased onto everything folded so far, or None when it conflicts."""
-        delta = tree_delta(self.incumbent, item[1])
+    def prepare(self, candidate: Candidate) -> Rebased | None:
+        """``candidate`` rebased onto everything folded so far, or None when it conflicts."""
+        delta = tree_delta(self.incumbent, candidate.tree)
         combined = self.merge.combine(delta)
         if combined is None:
             return None
-        rebased = item if not self.merge.delta else (item[0], self.merge.tree(combined), item[2])
-        return rebased, delta, self.merge.folded
+        if self.merge.delta:
+            candidate = replace(candidate, tree=self.merge.tree(combined))
+        return Rebased(candidate, delta, self.merge.folded)
 
-    def fold_in(self, p: Prepared) -> bool:
-        if not self.merge.add(p[1]):
+    def fold(self, rebased: Rebased) -> bool:
+        if not self.merge.add(rebased.delta):
             return False
-        self.last_folded = p[0][0]
+        self.last_folded = rebased.candidate.position
         return True
 
-    def run(self, p: Prepared, cancel: threading.Event) -> Verdict | None:
-        """Evaluate a prepared candidate (in a slot's thread), remembering a rejection."""
-        verdict = self.evaluate(p[0], cancel)
+    def evaluate(self, rebased: Rebased, cancel: threading.Event) -> Verdict | None:
+        """Decide a rebased candidate (in a slot's thread), remembering a rejection."""
+        verdict = self.decide(rebased.candidate, cancel)
         if verdict is not None and not verdict.accepted:
             with self.lock:
-                self.rejected.append(p)
+                self.rejected.append(rebased)
         return verdict
+
+    def accepted(self, verdict: Verdict | None) -> bool:
+        return verdict is not None and verdict.accepted
 
     def spare(self) -> Callable[[], object] | None:
         """Work for an idle slot: the merge's verification, or a stale rejection rebased."""
         merge, reduction = self.merge, self.reduction
         wanted = [merge.tree()] if merge.folded > 1 else []
         with self.lock:
-            stale = [p for p in self.rejected if p[0][0] > self.last_folded and p[2] < merge.folded]
-        for p in stale:
-            combined = merge.combine(p[1])
+            stale = [
+                r
+                for r in self.rejected
+                if r.candidate.position > self.last_folded and r.folded < merge.folded
+            ]
+        for r in stale:
+            combined = merge.combine(r.delta)
             if combined is not None:
                 wanted.append(merge.tree(combined))
         for tree in wanted:
@@ -297,16 +315,16 @@ def _verified(
     """The folded candidates to adopt, their tree and its verdict: the last one's run when it
     ran on top of all the others, else one more run of the merge; if that rejects, only the
     first accepted candidate."""
-    if kept and kept[-1][2][2] == len(kept) - 1:
+    if kept and kept[-1].prepared.folded == len(kept) - 1:
         # The last folded candidate ran on top of all the others: that run verified the merge.
-        return kept, kept[-1][2][0][1], cast(Verdict, kept[-1][3])
+        return kept, kept[-1].prepared.candidate.tree, cast(Verdict, kept[-1].result)
     if not kept:
         return kept, None, None
     adopted = merge.tree()
     verdict = reduction.oracle.evaluate(adopted, phase, reduction.next_label(phase))
     if not verdict.accepted:
         kept = kept[:1]
-        adopted, verdict = kept[0][2][0][1], cast(Verdict, kept[0][3])
+        adopted, verdict = kept[0].prepared.candidate.tree, cast(Verdict, kept[0].result)
     return kept, adopted, verdict
 
 
@@ -348,60 +366,60 @@ def fold_batch(
     if len(kept) > 1:
         # The caller knows what its candidates change (disjoint units): its own combination
         # is exact where a content merge cannot tell two edits with equal results apart.
-        merged = combine([item[0] for item, _ in kept]) if combine else merge.tree()
+        merged = combine([item.position for item, _ in kept]) if combine else merge.tree()
         check = _check_merge(reduction, phase, incumbent, merged, kept, outcomes, ahead)
         if check is None or not check.accepted:
             for item, _ in kept[1:]:
-                outcomes[item[0]] = None
+                outcomes[item.position] = None
             kept = kept[:1]
     for item, verdict in zip(items, verdicts, strict=True):
         if verdict is not None and not verdict.accepted:
             ledger.attempt(phase, "rejected")
-        elif outcomes[item[0]] is None:
+        elif outcomes[item.position] is None:
             ledger.attempt(phase, "superseded")
     for item, _ in kept:
-        outcomes[item[0]] = True
+        outcomes[item.position] = True
         ledger.attempt(phase, "accepted")
     if len(kept) == 1:
-        (_, tree, description), verdict = kept[0]
-        reduction.adopt(phase, description, tree, verdict)
+        item, verdict = kept[0]
+        reduction.adopt(phase, item.description, item.tree, verdict)
     elif kept:
         assert check is not None  # several kept: the check accepted the merge
-        description = _fold_description([item[2] for item, _ in kept])
+        description = _fold_description([item.description for item, _ in kept])
         reduction.adopt(phase, description, merged, check)
     return outcomes
 
 
 def _batch_items(
     ledger: Ledger, phase: str, candidates: Sequence[tuple[Tree, str]], incumbent: Tree
-) -> list[Item]:
+) -> list[Candidate]:
     """The candidates worth a run, with their positions; each no-op is recorded as one."""
-    items: list[Item] = []
+    items: list[Candidate] = []
     for pos, (tree, description) in enumerate(candidates):
         if not tree.reduces(incumbent):
             ledger.attempt(phase, "no_op")
         else:
-            items.append((pos, tree, description))
+            items.append(Candidate(pos, tree, description))
     return items
 
 
 def _merge_accepted(
     merge: TreeMerge,
     incumbent: Tree,
-    items: Sequence[Item],
+    items: Sequence[Candidate],
     verdicts: Sequence[Verdict | None],
     outcomes: list[bool | None],
-) -> list[tuple[Item, Verdict]]:
+) -> list[tuple[Candidate, Verdict]]:
     """Fold the accepted candidates into ``merge`` in proposal order (a conflicting one is
     left out); an undecided or left-out candidate's outcome becomes None."""
-    kept: list[tuple[Item, Verdict]] = []
+    kept: list[tuple[Candidate, Verdict]] = []
     for item, verdict in zip(items, verdicts, strict=True):
         if verdict is None:
-            outcomes[item[0]] = None
-        elif verdict.accepted and merge.add(tree_delta(incumbent, item[1])):
+            outcomes[item.position] = None
+        elif verdict.accepted and merge.add(tree_delta(incumbent, item.tree)):
             kept.append((item, verdict))
         elif verdict.accepted:
-            outcomes[item[0]] = None
+            outcomes[item.position] = None
     return kept
 
 
@@ -410,7 +428,7 @@ def _check_merge(
     phase: str,
     incumbent: Tree,
     merged: Tree,
-    kept: Sequence[tuple[Item, Verdict]],
+    kept: Sequence[tuple[Candidate, Verdict]],
     outcomes: Sequence[bool | None],
     ahead: Speculate | None,
 ) -> Verdict | None:
@@ -418,7 +436,7 @@ def _check_merge(
     candidates (``ahead``) run alongside; None when the merge is the incumbent itself."""
     provisional = list(outcomes)
     for item, _ in kept:
-        provisional[item[0]] = True
+        provisional[item.position] = True
     # Edits that undo each other together (a syntax guard turned the merge back into the
     # incumbent) are a rejected merge, decided without a run.
     if merged.digest == incumbent.digest:
@@ -429,20 +447,22 @@ def _check_merge(
 def _with_spare(
     reduction: Folding,
     phase: str,
-    items: list[Item],
+    items: list[Candidate],
     evaluate: Evaluate,
     spare: Spare | None,
 ) -> list[Verdict | None]:
     """The batch's verdicts; its idle slots run ``spare``'s trees alongside (``fold_batch``)."""
     oracle, busy = reduction.oracle, reduction.ahead.running() if reduction.ahead else 0
-    fresh = sum(1 for _, tree, _ in items if oracle.cached(tree) is None)
+    fresh = sum(1 for item in items if oracle.cached(item.tree) is None)
     idle = reduction.jobs - fresh - busy
     extra: list[Tree] = []
     if spare is not None and idle > 0 and fresh:
-        seen = {tree.digest for _, tree, _ in items} | {reduction.current.digest}
+        seen = {item.tree.digest for item in items} | {reduction.current.digest}
         extra = [t for t in spare(idle) if t.digest not in seen and oracle.cached(t) is None]
 
-    def run(job: Item | Tree, cancel: threading.Event, lane: Lane[bool] | None) -> Verdict | None:
+    def run(
+        job: Candidate | Tree, cancel: threading.Event, lane: Lane[bool] | None
+    ) -> Verdict | None:
         if not isinstance(job, Tree):
             return evaluate(job, cancel, lane)
         try:
@@ -450,7 +470,7 @@ def _with_spare(
         except Cancelled:
             return None
 
-    batch: list[Item | Tree] = [*items, *extra[:idle]]
+    batch: list[Candidate | Tree] = [*items, *extra[:idle]]
     return reduction.decide_all(batch, run)[: len(items)]
 
 
