@@ -7,16 +7,17 @@ in a Python or JSON file that currently parses, a candidate that does not parse 
 short (the file is not what it searched any more) starts again on the new content.
 
 Where the ``python`` pass is scheduled, a line of a Python file it reduces that is a whole
-statement of its own (``PySource.one_line_units``) and binds no name (a call, ``return``,
-``raise``, ``assert``, ``pass``: ``python_names.NameHolds``) is not a unit here: deleting that
-line is the very candidate of that pass's statement search, which tests every statement alone
-against the tree it ends with, so a line search after it would test each such line again (on a
-file the statement search has just left, almost always to a rejection). A statement that binds
-a name stays a unit: the statement search goes down the bodies level by level, so an import or
-an assignment it kept for a reader in a body below may be free once that body has shrunk, and
-the line search is where it goes in the same round. The lines inside multi-line statements
-(elements of a literal, arguments of a call), compound headers and everything in other files
-stay units.
+statement of its own (``PySource.one_line_units``) is not a unit here: deleting that line is the
+very candidate of that pass's statement search, which tests every statement alone against the
+tree it ends with, so a line search after it would test each such line again (on a file the
+statement search has just left, almost always to a rejection). That search goes down the bodies
+level by level; a one-line binding an upper level kept for a reader below that has gone since
+is tried again at its end (``python_ast``: the freed bindings). Under a flaky oracle (one that
+can reject a good candidate) a statement that binds a name stays a unit here instead, and the
+statement search has no freed-binding search: the line search's test of a binding is also a
+second chance for a rejection that was a miss (measured: the suite's flaky pytest case ended
+larger at its cap with the bindings held). The lines inside multi-line statements (elements of
+a literal, arguments of a call), compound headers and everything in other files stay units.
 
 The files' searches go to the search layer together (``search.deletion.lockstep``), which
 decides how they share the slots: with batch slots every round's batch takes candidates from
@@ -71,7 +72,10 @@ class DeleteLines:
         """The searches of every file of ``paths`` (``search.deletion.lockstep``); returns the
         files whose search a folded candidate cut short (the caller searches them again)."""
         start = problem.current
-        split = [self._split(path, start[path].data) for path in paths]
+        # A deterministic oracle: every one-line statement is the statement search's (it tries
+        # freed bindings again); a flaky one: the bindings stay here (module doc).
+        every = problem.miss_rate == 0
+        split = [self._split(path, start[path].data, every) for path in paths]
         paths = [path for path, (units, _) in zip(paths, split, strict=True) if units]
         split = [(units, held) for units, held in split if units]
         guards = [syntax_guard(path, start[path].data) for path in paths]
@@ -112,10 +116,13 @@ class DeleteLines:
                 self.survived.update((path, line) for _, line in kept)
         return [path for path, kept in zip(paths, results, strict=True) if kept is None]
 
-    def _split(self, path: str, data: bytes) -> tuple[list[tuple[int, bytes]], dict[int, bytes]]:
+    def _split(
+        self, path: str, data: bytes, every: bool = True
+    ) -> tuple[list[tuple[int, bytes]], dict[int, bytes]]:
         """The numbered lines of ``path`` that are units of this search, and those held for
-        the ``python`` pass (module doc): none without it, or in a file it does not reduce
-        (not Python, not compiling, not UTF-8)."""
+        the ``python`` pass (module doc): every one-line statement, or with ``every`` False
+        those binding no name; none without that pass, or in a file it does not reduce (not
+        Python, not compiling, not UTF-8)."""
         lines = list(enumerate(data.splitlines(keepends=True)))
         src = None
         if self.statements_elsewhere and is_python(path, data) and compiles(data, path):
@@ -123,11 +130,14 @@ class DeleteLines:
         if src is None:
             return lines, {}
         units = src.one_line_units()
-        try:
-            binds = NameHolds(src, units, ()).binds
-        except RecursionError:  # an expression nested deeper than the walk goes: hold nothing
-            return lines, {}
-        held = {u.line - 1 for u, names in zip(units, binds, strict=True) if not names}
+        if every:
+            held = {u.line - 1 for u in units}
+        else:
+            try:
+                binds = NameHolds(src, units, ()).binds
+            except RecursionError:  # an expression nested deeper than the walk goes
+                return lines, {}
+            held = {u.line - 1 for u, names in zip(units, binds, strict=True) if not names}
         return [(i, ln) for i, ln in lines if i not in held], {
             i: ln for i, ln in lines if i in held
         }

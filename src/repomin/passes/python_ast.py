@@ -29,7 +29,13 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar
 
-from repomin.passes.python_names import NameHolds, loaded_from_elsewhere
+from repomin.passes.python_names import (
+    NameHolds,
+    bindings_read,
+    loaded_from_elsewhere,
+    loaded_names,
+    one_line_bindings,
+)
 from repomin.passes.python_source import Loc, PySource, Unit, child_locs
 from repomin.passes.textedit import (
     Guard,
@@ -85,6 +91,9 @@ class _FileReducer:
         self.phase = phase
         self._parsed: PySource | None = None
         self.guard: Guard = lambda data: compiles(data, path)
+        #: The text of the one-line binding statements a level kept while the file loaded
+        #: one of their names (:meth:`_freed`).
+        self.read: set[bytes] = set()
 
     def source(self) -> PySource | None:
         entry = self.problem.current.entries.get(self.path)
@@ -117,12 +126,57 @@ class _FileReducer:
                 return
             bodies = self._bodies(src, level)
             if bodies:
-                self._reduce_bodies(src, bodies, functools.partial(self._next_batch, level))
+                survivors = self._reduce_bodies(
+                    src, bodies, functools.partial(self._next_batch, level)
+                )
+                self.read.update(bindings_read(src, survivors, self._loaded(src)))
                 src = self.source()
                 if src is None:
                     return
             # The search deleted statements of this level only: the locations stay valid.
             level = self._below(src, level)
+        self._freed()
+
+    def _loaded(self, src: PySource) -> frozenset[str]:
+        """Every name the file loads anywhere (also in bodies that run later, and as an
+        attribute), and the names other Python files load from it."""
+        tree = self.problem.current
+        python = {
+            p: e.data
+            for p, e in tree.entries.items()
+            if e.kind == "file" and e.text and is_python(p, e.data)
+        }
+        return loaded_names(src.module) | loaded_from_elsewhere(python, self.path)
+
+    def _freed(self) -> None:
+        """Upward, once the levels are done: a one-line statement binding names that a level
+        kept while the file still loaded one of them, and whose names nothing loads now (the
+        readers were in bodies below, deleted since), is tried again. Without this the line
+        search (which leaves one-line statements to this pass) or the next round would be the
+        first to try it on the tree without its readers."""
+        src = self.source()
+        if src is None or not self.read or self.problem.miss_rate > 0:
+            return  # a flaky oracle: the line search tries one-line bindings (``lines``)
+        loaded = self._loaded(src)
+        units = [
+            u
+            for u, names in one_line_bindings(src)
+            if src.data[u.start : u.end] in self.read and not names & loaded
+        ]
+        if not units:
+            return
+        data = src.data
+
+        def build(remaining: Sequence[Unit]) -> Tree:
+            keep = set(remaining)
+            return self._candidate(
+                splice(data, [(u.start, u.end, b"") for u in units if u not in keep])
+            )
+
+        def describe(chunk: Sequence[Unit]) -> str:
+            return describe_spans("delete statements", self.path, [u.line for u in chunk])
+
+        learn_delete(self.problem, self.phase, units, build, describe)
 
     @staticmethod
     def _bodies(src: PySource, level: Sequence[Loc]) -> list[tuple[list[Unit], bool]]:
@@ -192,7 +246,7 @@ class _FileReducer:
 
     def _reduce_bodies(
         self, src: PySource, bodies: list[tuple[list[Unit], bool]], then: Spare | None = None
-    ) -> None:
+    ) -> list[Unit]:
         """One learning search over the units of ``bodies`` (:meth:`_level`); a statement
         binding a name that code still present loads waits for that code to go
         (:mod:`repomin.passes.python_names`)."""
@@ -209,7 +263,9 @@ class _FileReducer:
             ).held
         except RecursionError:  # an expression nested deeper than the walk goes: no hint
             hold = None
-        learn_delete(self.problem, self.phase, everything, build, describe, then=then, hold=hold)
+        return learn_delete(
+            self.problem, self.phase, everything, build, describe, then=then, hold=hold
+        )
 
     # -- 2. unwrapping -----------------------------------------------------------------------
 

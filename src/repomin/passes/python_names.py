@@ -397,3 +397,57 @@ def loaded_from_elsewhere(files: Mapping[str, bytes], path: str) -> frozenset[st
         if loads:
             found.update(name for key, name in loads if key in keys)
     return frozenset(found)
+
+
+# -- bindings freed by deleted readers ---------------------------------------------------------
+
+
+def loaded_names(module: ast.Module) -> frozenset[str]:
+    """Every name ``module`` loads anywhere (in any scope, run now or later), every attribute
+    name it reads or writes (``self.size``), and the strings of an ``__all__`` list: what
+    might still read a binding of that name."""
+    names: set[str] = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            names.update(
+                c.value
+                for c in ast.walk(node.value)
+                if isinstance(c, ast.Constant) and isinstance(c.value, str)
+            )
+    return frozenset(names)
+
+
+def one_line_bindings(
+    src: PySource, units: Sequence[Unit] | None = None
+) -> list[tuple[Unit, frozenset[str]]]:
+    """The one-line units of ``src`` (``PySource.one_line_units``, or those of ``units``)
+    that bind a name, with the names they bind (none when the walk cannot read the file)."""
+    lines = [
+        u
+        for u in (src.one_line_units() if units is None else units)
+        if u.end - u.start == len(src.line(u.line))
+    ]
+    try:
+        binds = NameHolds(src, lines, ()).binds
+    except RecursionError:  # an expression nested deeper than the walk goes
+        return []
+    return [
+        (u, frozenset(name for _, name in keys))
+        for u, keys in zip(lines, binds, strict=True)
+        if keys
+    ]
+
+
+def bindings_read(src: PySource, units: Sequence[Unit], loaded: Collection[str]) -> set[bytes]:
+    """The text of the one-line units of ``units`` that bind a name ``loaded`` holds."""
+    return {
+        src.data[u.start : u.end]
+        for u, names in one_line_bindings(src, units)
+        if names & set(loaded)
+    }
