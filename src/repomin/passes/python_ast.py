@@ -163,9 +163,13 @@ class _FileReducer:
             for u, names in one_line_bindings(src)
             if src.data[u.start : u.end] in self.read and not names & loaded
         ]
+        self._delete_units(src.data, units, "delete statements")
+
+    def _delete_units(self, data: bytes, units: Sequence[Unit], what: str) -> None:
+        """One learning search deleting whole-line ``units`` of ``data`` (described as
+        ``what`` at their lines)."""
         if not units:
             return
-        data = src.data
 
         def build(remaining: Sequence[Unit]) -> Tree:
             keep = set(remaining)
@@ -174,7 +178,7 @@ class _FileReducer:
             )
 
         def describe(chunk: Sequence[Unit]) -> str:
-            return describe_spans("delete statements", self.path, [u.line for u in chunk])
+            return describe_spans(what, self.path, [u.line for u in chunk])
 
         learn_delete(self.problem, self.phase, units, build, describe)
 
@@ -314,20 +318,7 @@ class _FileReducer:
                     start, end = src.whole_lines(dec.lineno, last)
                     units.append(Unit(start, end, dec.lineno, b""))
         units.sort(key=lambda u: u.start)
-        if not units:
-            return
-        data = src.data
-
-        def build(remaining: Sequence[Unit]) -> Tree:
-            keep = set(remaining)
-            return self._candidate(
-                splice(data, [(u.start, u.end, b"") for u in units if u not in keep])
-            )
-
-        def describe(chunk: Sequence[Unit]) -> str:
-            return describe_spans("delete decorators", self.path, [u.line for u in chunk])
-
-        learn_delete(self.problem, self.phase, units, build, describe)
+        self._delete_units(src.data, units, "delete decorators")
 
     # -- 4. import names ---------------------------------------------------------------------
 
