@@ -129,7 +129,8 @@ class _FileReducer:
                 survivors = self._reduce_bodies(
                     src, bodies, functools.partial(self._next_batch, level)
                 )
-                self.read.update(bindings_read(src, survivors, self._loaded(src)))
+                if self.problem.miss_rate == 0:  # only a deterministic oracle frees (_freed)
+                    self.read.update(bindings_read(src, survivors, self._loaded(src)))
                 src = self.source()
                 if src is None:
                     return
