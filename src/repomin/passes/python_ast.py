@@ -141,13 +141,16 @@ class _FileReducer:
     def _loaded(self, src: PySource) -> frozenset[str]:
         """Every name the file loads anywhere (also in bodies that run later, and as an
         attribute), and the names other Python files load from it."""
-        tree = self.problem.current
+        return loaded_names(src.module) | self._external()
+
+    def _external(self) -> frozenset[str]:
+        """The names of this module that the other Python files of the incumbent load."""
         python = {
             p: e.data
-            for p, e in tree.entries.items()
+            for p, e in self.problem.current.entries.items()
             if e.kind == "file" and e.text and is_python(p, e.data)
         }
-        return loaded_names(src.module) | loaded_from_elsewhere(python, self.path)
+        return loaded_from_elsewhere(python, self.path)
 
     def _freed(self) -> None:
         """Upward, once the levels are done: a one-line statement binding names that a level
@@ -256,16 +259,8 @@ class _FileReducer:
         binding a name that code still present loads waits for that code to go
         (:mod:`repomin.passes.python_names`)."""
         everything, build, describe = self._level(src, bodies)
-        tree = self.problem.current
-        python = {
-            p: e.data
-            for p, e in tree.entries.items()
-            if e.kind == "file" and e.text and is_python(p, e.data)
-        }
         try:
-            hold: Hold | None = NameHolds(
-                src, everything, loaded_from_elsewhere(python, self.path)
-            ).held
+            hold: Hold | None = NameHolds(src, everything, self._external()).held
         except RecursionError:  # an expression nested deeper than the walk goes: no hint
             hold = None
         return learn_delete(
